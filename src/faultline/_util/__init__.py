@@ -1,0 +1,1 @@
+"""Private helpers shared by the stages: text, files, YAML with line numbers, hashing."""

@@ -1,0 +1,76 @@
+"""File helpers: atomic writes (nothing already written is damaged) and stable hashing."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from faultline.errors import InputError
+
+__all__ = ["atomic_write_bytes", "atomic_writer", "read_text_file", "sha256_bytes"]
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Return the hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """Open a temporary file beside ``path``; on success it replaces ``path`` in one rename.
+
+    A reader sees the old file or the complete new one, never half of it; if writing fails
+    or is interrupted, ``path`` is untouched and the temporary file is removed.
+
+    Args:
+        path: The destination; its directory must exist.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_writer`)."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+def read_text_file(path: Path, error: type[InputError]) -> str:
+    """Read ``path`` as UTF-8 text, dropping a byte-order mark.
+
+    Args:
+        path: The file to read.
+        error: The :class:`InputError` subclass to raise, so the message says what the file
+            was meant to be (a probe set, a rule pack ...).
+
+    Raises:
+        InputError: The file is missing, is a directory, cannot be read or is not UTF-8.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise error("no such file", path=path) from None
+    except IsADirectoryError:
+        raise error("is a directory, expected a file", path=path) from None
+    except OSError as exc:
+        raise error(f"cannot be read ({exc.strerror or exc})", path=path) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
+    return text.removeprefix("\ufeff")

@@ -1,0 +1,110 @@
+"""Render a scored run for the terminal: the headline, models, categories and geometry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from faultline.cli._console import out
+from faultline.pipeline import ScoreRun
+from faultline.report.gates import GateResult
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def render_run(run: ScoreRun, command: str, seconds: float) -> None:
+    """Print what a score or demo run found and wrote."""
+    m = run.report.aggregate_metrics
+    c, o = m["counts"], m["overall"]
+    ci = o.get("pass_rate_ci95")
+    ci_text = f" (95% CI {_pct(ci[0])}–{_pct(ci[1])})" if ci else ""
+    out.print(
+        Text.assemble(
+            (f"faultline {command}: ", "bold"),
+            f"{c['cases']:,} cases, {c['scored']:,} scored, {c['errors']:,} errors · pass rate ",
+            (_pct(o["pass_rate"]), "bold"),
+            ci_text,
+            f" · severity-weighted {_pct(o['severity_weighted_pass_rate'])}",
+            f" · high-stakes share of failures {_pct(o['high_stakes_failure_rate'])}",
+        )
+    )
+    models = m.get("by_model", {})
+    if len(models) > 1:
+        _models(models)
+    _categories(m)
+    _geometry(run.report.observability)
+    if run.unanswered:
+        shown = ", ".join(run.unanswered[:5]) + (" …" if len(run.unanswered) > 5 else "")
+        out.print(f"[yellow]Note:[/] {len(run.unanswered)} probe(s) have no response: {shown}")
+    if run.written:
+        names = ", ".join(str(p) for p in run.written)
+        out.print(f"Wrote {names} in {seconds:.1f} s.")
+
+
+def _models(models: dict[str, Any]) -> None:
+    table = Table(title="Pass rates per model", title_justify="left", show_edge=False)
+    for name in ("model", "cases", "pass rate", "safe on harmful", "over-refusal", "high-stakes fails"):
+        table.add_column(name, justify="left" if name == "model" else "right")
+    for name, s in models.items():
+        ex = s.get("by_expect", {})
+        over = ex.get("comply", {}).get("pass_rate")
+        table.add_row(
+            Text(name),
+            f"{s['n']:,}",
+            _pct(s["pass_rate"]),
+            _pct(ex["refuse"]["pass_rate"]) if "refuse" in ex else "–",
+            _pct(None if over is None else 1 - over) if "comply" in ex else "–",
+            str(s["high_stakes_failures"]),
+        )
+    out.print(table)
+
+
+def _categories(m: dict[str, Any]) -> None:
+    worst = m["category_ranking"][:5]
+    if not worst:
+        return
+    parts = []
+    for r in worst:
+        s = m["by_category"][r["category"]]
+        parts.append(f"{r['category']} (mean risk {r['risk_mean']:.2f}, pass {_pct(s['pass_rate'])})")
+    out.print(Text("Riskiest categories: " + "; ".join(parts)))
+
+
+def _geometry(obs: dict[str, Any] | None) -> None:
+    if obs is None:
+        out.print("Failure geometry: too few scored cases.")
+        return
+    nmi = obs["normalized_mutual_information"]
+    strongest = max(nmi, key=lambda k: nmi[k])
+    readings = ", ".join(f"{k.replace('_', '/')} {v:.2f}" for k, v in nmi.items())
+    out.print(
+        f"Failure geometry: {obs['n_clusters']} clusters over {obs['n_cases']:,} cases; they align most "
+        f"with [bold]{strongest.replace('_', '/')}[/] (normalised MI: {readings})."
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("cluster", "size", "fail rate", "dominant category", "top terms"):
+        table.add_column(name, justify="right" if name in ("size", "fail rate") else "left")
+    for cl in obs["clusters"]:
+        table.add_row(
+            str(cl["id"]), f"{cl['size']:,}", _pct(cl["fail_rate"]), Text(cl["dominant_category"]),
+            Text(", ".join(cl["top_terms"][:5])),
+        )
+    out.print(table)
+
+
+def render_gates(results: list[GateResult]) -> bool:
+    """Print each gate's outcome; return whether any tripped."""
+    for r in results:
+        style = "red" if r.tripped else "green"
+        out.print(f"[{style}]gate[/] {r.describe()}")
+    return any(r.tripped for r in results)
+
+
+def written(paths: list[Path]) -> str:
+    """A list of paths for a message."""
+    return ", ".join(str(p) for p in paths)

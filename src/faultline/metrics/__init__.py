@@ -1,0 +1,14 @@
+"""Metrics: the run-level ``aggregate_metrics``, computed from cases; pure.
+
+Metrics never look at responses, only at scored cases, and merge exactly from partial
+results (:class:`MetricsAccumulator`), so a run split across processes or machines gives the
+same numbers as one pass. To add a metric, compute it in ``MetricsAccumulator.result`` from
+the columns it keeps, and document it in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from faultline.metrics.aggregate import UNSPECIFIED_MODEL, MetricsAccumulator, aggregate_metrics
+from faultline.metrics.stats import summarize, wilson_interval
+
+__all__ = ["UNSPECIFIED_MODEL", "MetricsAccumulator", "aggregate_metrics", "summarize", "wilson_interval"]

@@ -1,0 +1,115 @@
+"""Choose the number of clusters and fit KMeans on weighted points, deterministically.
+
+The rule (docs/metrics.md): try every k from 2 to ``k_max = min(max_clusters,
+floor(sqrt(n_cases / 2)), distinct points - 1)`` (at least 2); fit KMeans for each; keep the
+k with the highest silhouette on a seeded sample of at most ``silhouette_sample`` cases
+(ties go to the smaller k). Clusters are then renumbered by size, largest first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["ClusterChoice", "choose_and_fit"]
+
+
+@dataclass
+class ClusterChoice:
+    """The chosen clustering.
+
+    Attributes:
+        labels: The cluster of each distinct point, numbered by size (0 is the largest).
+        k: The number of clusters.
+        candidates: ``{"k": k, "silhouette": score}`` for every k tried.
+    """
+
+    labels: NDArray[np.int64]
+    k: int
+    candidates: list[dict[str, float | int | None]] = field(default_factory=list)
+
+
+def choose_and_fit(
+    points: NDArray[np.float64],
+    weights: Sequence[int],
+    *,
+    seed: int,
+    max_clusters: int = 8,
+    silhouette_sample: int = 2000,
+    fit_max: int = 20_000,
+) -> ClusterChoice:
+    """Pick k by silhouette and cluster the weighted points.
+
+    Args:
+        points: One row per distinct point (L2-normalised embedding).
+        weights: How many cases each point stands for.
+        seed: Seeds KMeans and every sample.
+        max_clusters: The largest k considered.
+        silhouette_sample: How many cases the silhouette is measured on.
+        fit_max: Fit KMeans on at most this many distinct points (a weighted sample);
+            the others are then assigned to the nearest centre.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    n_points, n_cases = points.shape[0], int(w.sum())
+    distinct = _distinct_rows(points)
+    if distinct < 2:
+        return ClusterChoice(np.zeros(n_points, dtype=np.int64), 1)
+    k_max = max(2, min(max_clusters, math.isqrt(n_cases // 2), distinct - 1))
+    k_max = min(k_max, distinct)
+    rng = np.random.default_rng(seed)
+    fit_rows = np.arange(n_points)
+    if n_points > fit_max:
+        fit_rows = np.sort(rng.choice(n_points, size=fit_max, replace=False, p=w / w.sum()))
+    sample = rng.choice(n_points, size=min(silhouette_sample, n_cases), replace=True, p=w / w.sum())
+    best: tuple[float, int, NDArray[np.int64]] | None = None
+    candidates: list[dict[str, float | int | None]] = []
+    for k in range(2, k_max + 1):
+        labels = _kmeans(points, w, fit_rows, k, seed)
+        score = _silhouette(points[sample], labels[sample], seed)
+        candidates.append({"k": k, "silhouette": score})
+        if score is not None and (best is None or score > best[0]):
+            best = (score, k, labels)
+    if best is None:
+        labels = _kmeans(points, w, fit_rows, 2, seed)
+        best = (0.0, 2, labels)
+    _, k, labels = best
+    return ClusterChoice(_by_size(labels, w), int(len(np.unique(labels))), candidates)
+
+
+def _kmeans(points: NDArray[np.float64], w: NDArray[np.float64], rows: NDArray[np.int64], k: int, seed: int) -> NDArray[np.int64]:
+    from sklearn.cluster import KMeans
+
+    model = KMeans(n_clusters=k, n_init=4, random_state=seed, max_iter=300)
+    model.fit(points[rows], sample_weight=w[rows])
+    labels: NDArray[np.int64] = model.predict(points).astype(np.int64)
+    return labels
+
+
+def _silhouette(points: NDArray[np.float64], labels: NDArray[np.int64], seed: int) -> float | None:
+    from sklearn.metrics import silhouette_score
+
+    n_labels = len(np.unique(labels))
+    if not 2 <= n_labels <= len(labels) - 1:
+        return None
+    return float(silhouette_score(points, labels, metric="euclidean", random_state=seed))
+
+
+def _by_size(labels: NDArray[np.int64], w: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Renumber clusters by weighted size (largest first), ties by first appearance."""
+    ids = np.unique(labels)
+    sizes = {int(c): float(w[labels == c].sum()) for c in ids}
+    first = {int(c): int(np.argmax(labels == c)) for c in ids}
+    order = sorted(sizes, key=lambda c: (-sizes[c], first[c]))
+    mapping = np.zeros(int(ids.max()) + 1, dtype=np.int64)
+    for new, old in enumerate(order):
+        mapping[old] = new
+    out: NDArray[np.int64] = mapping[labels]
+    return out
+
+
+def _distinct_rows(points: NDArray[np.float64]) -> int:
+    return int(np.unique(np.round(points, 12), axis=0).shape[0])

@@ -1,0 +1,138 @@
+"""``build_report``: cases in, report.json and report.md out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from faultline._util.files import atomic_write_bytes
+from faultline.metrics.aggregate import MetricsAccumulator
+from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observability
+from faultline.probes.probeset import ProbeSet
+from faultline.report.jsonio import write_report_json
+from faultline.report.markdown import render_markdown
+from faultline.report.model import Report, new_run_id, utc_now
+from faultline.scoring.case import CaseScore, ScoringConfig
+from faultline.scoring.rules import RulePack
+
+__all__ = ["build_report", "run_metadata", "write_report"]
+
+
+def run_metadata(
+    *,
+    probe_set: ProbeSet | None,
+    rules: RulePack | None,
+    config: ScoringConfig,
+    target: Mapping[str, Any] | None,
+    seed: int,
+    observability_min_cases: int,
+    models: Sequence[str] = (),
+    run_id: str | None = None,
+    created_at: str | None = None,
+) -> dict[str, Any]:
+    """The report's ``run`` object."""
+    return {
+        "id": run_id or new_run_id(),
+        "created_at": created_at or utc_now(),
+        "target": dict(target) if target is not None else {"spec": None, "provider": None, "models": list(models)},
+        "probe_set": {
+            "name": probe_set.name if probe_set else None,
+            "version": probe_set.version if probe_set else None,
+            "sha256": probe_set.sha256 if probe_set else None,
+            "probes": len(probe_set) if probe_set else None,
+        },
+        "rules": {
+            "name": rules.name if rules else None,
+            "version": rules.version if rules else None,
+            "sha256": rules.sha256 if rules else None,
+        },
+        "config": {
+            "pass_threshold": config.pass_threshold,
+            "severity_weights": dict(config.severity_weights),
+            "observability_min_cases": observability_min_cases,
+            "seed": seed,
+        },
+    }
+
+
+def build_report(
+    cases: Sequence[CaseScore],
+    *,
+    out: str | Path | None = None,
+    probe_set: ProbeSet | None = None,
+    rules: RulePack | None = None,
+    config: ScoringConfig | None = None,
+    target: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    observability_min_cases: int = DEFAULT_MIN_CASES,
+    metrics: MetricsAccumulator | None = None,
+    run_id: str | None = None,
+    created_at: str | None = None,
+) -> Report:
+    """Assemble a report from scored cases, and write it when ``out`` is given.
+
+    Computes ``aggregate_metrics`` and, with at least ``observability_min_cases`` scored
+    cases, the failure geometry, whose cluster and 2-D position are set on each scored case.
+
+    Args:
+        cases: The run's cases (errors included), in the report's order.
+        out: A directory to write report.json and report.md into (created if missing).
+        probe_set: The probe set, for its name and hash.
+        rules: The rule pack, for its name, version and hash.
+        config: The scoring configuration the cases were scored with.
+        target: The target spec (without secrets) that produced the responses.
+        seed: Seeds the failure geometry.
+        observability_min_cases: The fewest scored cases for which the geometry is built.
+        metrics: An accumulator already holding these cases, to avoid a second pass.
+        run_id: The run id (default: a new one).
+        created_at: The creation time (default: now).
+
+    Returns:
+        The report.
+    """
+    config = config or ScoringConfig()
+    accumulator = metrics or MetricsAccumulator(config.severity_weights).add(cases)
+    geometry = compute_observability(cases, seed=seed, min_cases=observability_min_cases)
+    for i, case in enumerate(c for c in cases if c.status != "error"):
+        if geometry is None:
+            case.cluster = case.scatter_x = case.scatter_y = None
+        else:
+            case.cluster, case.scatter_x, case.scatter_y = geometry.cluster[i], geometry.x[i], geometry.y[i]
+    models = sorted({c.model for c in cases if c.model is not None})
+    report = Report(
+        run=run_metadata(
+            probe_set=probe_set, rules=rules, config=config, target=target, seed=seed,
+            observability_min_cases=observability_min_cases, models=models, run_id=run_id, created_at=created_at,
+        ),
+        cases=cases,
+        aggregate_metrics=accumulator.result(),
+        observability=None if geometry is None else geometry.summary,
+    )
+    if out is not None:
+        write_report(report, Path(out))
+    return report
+
+
+def write_report(report: Report, out: Path) -> list[Path]:
+    """Write report.json and report.md into ``out`` (created if missing), each atomically.
+
+    Returns:
+        The paths written.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "report.json", out / "report.md"
+    write_report_json(report, json_path)
+    atomic_write_bytes(md_path, render_markdown(_plain(report)).encode("utf-8"))
+    return [json_path, md_path]
+
+
+def _plain(report: Report) -> dict[str, Any]:
+    """The parts of the report the Markdown view reads, without converting every case."""
+    worst = {w["case_id"] for w in report.aggregate_metrics["worst_cases"]}
+    return {
+        **report.header,
+        "cases": [{"case_id": c.case_id, "explanation": c.explanation} for c in report.cases if c.case_id in worst],
+        "aggregate_metrics": report.aggregate_metrics,
+        "observability": report.observability,
+    }

@@ -1,0 +1,213 @@
+"""report.md: a readable summary of a report, safe to paste into a pull request.
+
+Everything a model wrote (and everything derived from it, such as explanations that quote
+it) is escaped: Markdown and HTML syntax render as text and nothing becomes a link.
+Numbers are rounded here, and only here; report.json keeps full precision.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from faultline._util.text import excerpt
+
+__all__ = ["escape_md", "render_markdown"]
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~^$&])")
+_LINKISH = re.compile(r"(?i)(://|www\.|@)")
+
+_MI_READING = {
+    "category": "the clusters follow threat category",
+    "severity": "the clusters follow severity",
+    "pass_fail": "the clusters separate passes from failures",
+}
+
+
+def escape_md(text: str, limit: int = 160) -> str:
+    """Make untrusted text safe for a Markdown table cell: one line, cut to ``limit``
+    characters, with Markdown/HTML syntax escaped and links defused."""
+    flat = excerpt(text, limit)
+    flat = _MD_SPECIAL.sub(r"\\\1", flat)
+    return _LINKISH.sub(lambda m: m.group(1)[0] + "\u200b" + m.group(1)[1:], flat)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(interval: Sequence[float] | None) -> str:
+    return "" if not interval else f" (95% CI {100 * interval[0]:.1f}–{100 * interval[1]:.1f}%)"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines + [""]
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """Render report.md from a report (as plain data: ``Report.to_dict()`` or report.json)."""
+    run, m = report["run"], report["aggregate_metrics"]
+    lines = [f"# faultline report — {escape_md(str(run['probe_set']['name']), 80)}", ""]
+    lines += _meta(report)
+    lines += _headline(m)
+    if len(m.get("by_model", {})) > 1 or any(k != "unspecified" for k in m.get("by_model", {})):
+        lines += _models(m)
+    lines += _expectations(m)
+    lines += _categories(m)
+    lines += _severities(m)
+    lines += _failure_modes(m)
+    lines += _worst(report)
+    lines += _geometry(report.get("observability"))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _meta(report: Mapping[str, Any]) -> list[str]:
+    run = report["run"]
+    cfg = run["config"]
+    weights = ", ".join(f"{k} {v:g}" for k, v in cfg["severity_weights"].items())
+    return [
+        f"Run `{run['id']}` created {run['created_at']} by faultline {report['tool']['version']}.",
+        "",
+        f"- Target: {escape_md(str(run['target'].get('spec')), 120)}",
+        f"- Probe set: {escape_md(str(run['probe_set']['name']), 80)} (sha256 `{run['probe_set']['sha256'][:12]}`)",
+        f"- Rules: {escape_md(str(run['rules']['name']), 80)} {escape_md(str(run['rules']['version']), 40)}"
+        f" (sha256 `{run['rules']['sha256'][:12]}`)",
+        f"- A case passes when risk < {cfg['pass_threshold']:g}; severity weights: {weights}; seed {cfg['seed']}.",
+        "",
+    ]
+
+
+def _headline(m: Mapping[str, Any]) -> list[str]:
+    c, o, ix = m["counts"], m["overall"], m["indices"]
+    ratio = o["safe_unsafe_signal_ratio"]
+    rows = [
+        ("Pass rate", f"{_pct(o['pass_rate'])}{_ci(o.get('pass_rate_ci95'))} — {c['passed']} of {c['scored']} scored"),
+        ("Severity-weighted pass rate", _pct(o["severity_weighted_pass_rate"])),
+        ("High-stakes failure rate", f"{_pct(o['high_stakes_failure_rate'])} of failures are on high or critical probes"),
+        ("Coverage", f"{_pct(o['coverage'])} — {c['errors']} error case(s) of {c['cases']}, never counted as passes"),
+        ("Resilience / exposure index", f"{_num(ix['resilience_index'])} / {_num(ix['exposure_index'])}"),
+        ("Risk score", f"mean {_num(o['risk_score']['mean'])}, median {_num(o['risk_score']['median'])}, "
+         f"P90 {_num(o['risk_score']['p90'])}, max {_num(o['risk_score']['max'])}"),
+        ("Fragility spread (std of risk)", _num(ix["fragility_spread"])),
+        ("Boundary-language rate", _pct(o["boundary_language_rate"])),
+        ("Safe:unsafe signals", f"{o['safe_signal_total']}:{o['unsafe_signal_total']}"
+         + ("" if ratio is None else f" (ratio {ratio:.2f})")),
+    ]
+    return ["## Headline", ""] + _table(["Metric", "Value"], rows)
+
+
+def _models(m: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for name, s in m["by_model"].items():
+        ex = s.get("by_expect", {})
+        rows.append((
+            escape_md(name, 60),
+            str(s["n"]),
+            str(s["errors"]),
+            _pct(s["pass_rate"]),
+            _pct(ex["refuse"]["pass_rate"]) if "refuse" in ex else "–",
+            _pct(1 - ex["comply"]["pass_rate"]) if "comply" in ex and ex["comply"]["pass_rate"] is not None else "–",
+            _pct(s["severity_weighted_pass_rate"]),
+            str(s["high_stakes_failures"]),
+        ))
+    header = ["Model", "Cases", "Errors", "Pass rate", "Safe on harmful requests",
+              "Over-refusal on benign controls", "Severity-weighted", "High-stakes failures"]
+    return ["## By model", ""] + _table(header, rows)
+
+
+def _expectations(m: Mapping[str, Any]) -> list[str]:
+    meaning = {
+        "refuse": "harmful requests: a pass is a refusal or a safe answer",
+        "comply": "benign controls: a failure is over-refusal",
+    }
+    rows = [(e, str(s["scored"]), _pct(s["pass_rate"]), meaning.get(e, "")) for e, s in m.get("by_expect", {}).items()]
+    return ["## By expectation", ""] + _table(["Expect", "Scored", "Pass rate", "Meaning"], rows) if rows else []
+
+
+def _categories(m: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for entry in m["category_ranking"]:
+        s = m["by_category"][entry["category"]]
+        rows.append((
+            escape_md(entry["category"], 60), str(s["n"]), _pct(s["pass_rate"]), _num(s["risk_mean"]),
+            _num(s["risk_median"]), _num(s["weighted_risk_mean"]), str(s["critical_failures"]),
+            str(s["high_failures"]), _pct(s["boundary_rate"]),
+        ))
+    header = ["Category (riskiest first)", "n", "Pass rate", "Mean risk", "Median risk", "Mean weighted risk",
+              "Critical fails", "High fails", "Boundary rate"]
+    return ["## By category", ""] + _table(header, rows)
+
+
+def _severities(m: Mapping[str, Any]) -> list[str]:
+    rows = [(t, str(s["n"]), str(s["passed"]), str(s["failed"]), _pct(s["pass_rate"])) for t, s in m["by_severity"].items()]
+    return ["## By severity", ""] + _table(["Severity", "n", "Passed", "Failed", "Pass rate"], rows)
+
+
+def _failure_modes(m: Mapping[str, Any]) -> list[str]:
+    hist = m["failure_mode_histogram"]
+    if not hist:
+        return ["## Failure modes", "", "No failure modes were detected.", ""]
+    rows = [(escape_md(k, 60), str(v)) for k, v in hist.items()]
+    return ["## Failure modes", ""] + _table(["Detected failure mode", "Cases"], rows)
+
+
+def _worst(report: Mapping[str, Any]) -> list[str]:
+    worst = report["aggregate_metrics"]["worst_cases"]
+    if not worst:
+        return []
+    by_id = {c["case_id"]: c for c in report["cases"] if c["case_id"] in {w["case_id"] for w in worst}}
+    rows = []
+    for i, w in enumerate(worst, 1):
+        case = by_id.get(w["case_id"], {})
+        rows.append((
+            str(i), escape_md(w["case_id"], 60), escape_md(w["category"], 40), w["severity"],
+            _num(w["risk_score"]), _num(w["weighted_risk"]), escape_md(case.get("explanation", ""), 220),
+        ))
+    header = ["#", "Case", "Category", "Severity", "Risk", "Weighted", "Why"]
+    return ["## Worst cases", ""] + _table(header, rows)
+
+
+def _geometry(obs: Mapping[str, Any] | None) -> list[str]:
+    if obs is None:
+        return ["## Failure geometry", "", "Too few scored cases for the failure geometry.", ""]
+    mi, nmi = obs["mutual_information"], obs["normalized_mutual_information"]
+    lines = [
+        "## Failure geometry",
+        "",
+        f"{obs['n_cases']} scored cases, embedded with {obs['embedding']['method']} "
+        f"({obs['embedding']['dimensions']} dimensions) and grouped into {obs['n_clusters']} KMeans "
+        "clusters (k chosen by silhouette). Mutual information between the clusters and each label:",
+        "",
+    ]
+    rows = [
+        (name, f"{mi[name]:.3f}", f"{nmi[name]:.3f}", _strength(nmi[name]) + " " + _MI_READING[name])
+        for name in ("category", "severity", "pass_fail")
+    ]
+    lines += _table(["Label", "MI (nats)", "Normalised", "Reading"], rows)
+    strongest = max(("category", "severity", "pass_fail"), key=lambda k: nmi[k])
+    lines += [f"The clusters align most with **{strongest.replace('_', '/')}**. These are exploratory "
+              "statistics, not evidence of causal structure.", ""]
+    rows = [
+        (str(c["id"]), str(c["size"]), _pct(c["fail_rate"]), _num(c["risk_mean"]),
+         escape_md(c["dominant_category"], 40), escape_md(", ".join(c["top_terms"]), 120))
+        for c in obs["clusters"]
+    ]
+    lines += _table(["Cluster", "Size", "Fail rate", "Mean risk", "Dominant category", "Top terms"], rows)
+    return lines
+
+
+def _strength(nmi: float) -> str:
+    if nmi >= 0.5:
+        return "Strongly:"
+    if nmi >= 0.2:
+        return "Partly:"
+    if nmi >= 0.05:
+        return "Weakly:"
+    return "Hardly:"

@@ -1,0 +1,73 @@
+"""The report: ``report.json``, the source of truth every other view is rendered from.
+
+Field order is frozen by :data:`SCHEMA_VERSION`; a change to any contract name bumps it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from faultline._version import __version__
+from faultline.scoring.case import CaseScore
+
+__all__ = ["SCHEMA_VERSION", "Report", "new_run_id", "utc_now"]
+
+SCHEMA_VERSION = "1"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A sortable, unique run id: ``20261121T101500Z-3f9a2c``."""
+    moment = now or datetime.now(UTC)
+    return f"{moment:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
+def utc_now() -> str:
+    """The current time in ISO 8601 UTC with a ``Z`` suffix, to the second."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Report:
+    """A scored run: its metadata, cases, metrics and failure geometry.
+
+    Attributes:
+        run: The ``run`` object (id, created_at, target, probe_set, rules, config).
+        cases: The cases, in the report's stable order.
+        aggregate_metrics: The run-level metrics.
+        observability: The failure geometry, or ``None`` below the minimum number of cases.
+    """
+
+    run: dict[str, Any]
+    cases: Sequence[CaseScore]
+    aggregate_metrics: dict[str, Any]
+    observability: dict[str, Any] | None
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """The fields that precede the cases in report.json."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "faultline", "version": __version__},
+            "run": self.run,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole report as plain Python data (cases as dicts), in contract order."""
+        import msgspec
+
+        return {
+            **self.header,
+            "cases": [msgspec.to_builtins(c) for c in self.cases],
+            "aggregate_metrics": self.aggregate_metrics,
+            "observability": self.observability,
+        }
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """``run.config``."""
+        config: Mapping[str, Any] = self.run["config"]
+        return config

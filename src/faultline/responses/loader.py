@@ -1,0 +1,215 @@
+"""Read responses files (JSONL) fast and in bounded memory, with exact error locations.
+
+Records are decoded with msgspec straight into :class:`Response` structs, a chunk of the file
+at a time. When a chunk fails to decode, it is decoded again line by line to name the exact
+line and field, so the fast path costs nothing in the quality of errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from faultline._util.text import did_you_mean, describe_value
+from faultline.errors import ResponseError
+from faultline.responses.model import Response
+
+__all__ = ["ResponseBatch", "decode_chunk", "iter_chunks", "iter_response_batches", "load_responses"]
+
+CHUNK_BYTES = 4 << 20
+_DECODER = msgspec.json.Decoder(Response)
+_FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason")
+_PATH_FIELD = re.compile(r"at `\$(?:\[\d+\])?\.([A-Za-z_]+)")
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseBatch:
+    """Consecutive records of one responses file.
+
+    Attributes:
+        path: The file they come from.
+        lines: The 1-based line of each record.
+        responses: The records, in file order.
+    """
+
+    path: Path
+    lines: list[int]
+    responses: list[Response]
+
+
+def load_responses(path: str | Path) -> list[Response]:
+    """Read a whole responses file (JSONL, one object per line).
+
+    Args:
+        path: The file.
+
+    Returns:
+        Every record, in file order; blank lines are skipped.
+
+    Raises:
+        ResponseError: The file cannot be read, or a line is not a valid record; the message
+            names the line and the field.
+    """
+    return [r for batch in iter_response_batches(path) for r in batch.responses]
+
+
+def iter_response_batches(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[ResponseBatch]:
+    """Read a responses file a chunk at a time, keeping memory flat in the file's size.
+
+    Args:
+        path: The JSONL file.
+        chunk_bytes: Roughly how many bytes each batch covers (whole lines are kept together).
+
+    Yields:
+        Batches of validated records with their line numbers.
+
+    Raises:
+        ResponseError: As :func:`load_responses`.
+    """
+    path = Path(path)
+    for first_line, chunk in iter_chunks(path, chunk_bytes):
+        yield decode_chunk(path, chunk, first_line)
+
+
+def iter_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None) -> Iterator[tuple[int, bytes]]:
+    """Split a JSONL file into chunks of whole lines, without decoding them.
+
+    Args:
+        path: The file.
+        chunk_bytes: Roughly how many bytes each chunk holds.
+        digest: A ``hashlib`` object to update with every byte read, if any.
+
+    Yields:
+        ``(first_line, chunk)``: the 1-based line number of the chunk's first line, and its
+        bytes (a UTF-8 byte-order mark at the start of the file is dropped).
+
+    Raises:
+        ResponseError: The file cannot be opened.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise ResponseError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise ResponseError("is a directory, expected a JSONL file", path=path) from None
+    except OSError as exc:
+        raise ResponseError(f"cannot be read ({exc.strerror or exc})", path=path) from exc
+    with handle:
+        first_line, rest, first = 1, b"", True
+        while True:
+            block = handle.read(chunk_bytes)
+            if digest is not None:
+                digest.update(block)
+            data = rest + block
+            if first:
+                data, first = data.removeprefix(b"\xef\xbb\xbf"), False
+            if not block:
+                if data.strip():
+                    yield first_line, data
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            chunk, rest = data[:cut], data[cut:]
+            if chunk.strip():
+                yield first_line, chunk
+            first_line += chunk.count(b"\n")
+
+
+def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:
+    """Decode and validate a chunk of whole JSONL lines.
+
+    Args:
+        path: The file the chunk comes from, for messages.
+        chunk: The bytes of whole lines.
+        first_line: The 1-based line number of the chunk's first line.
+
+    Raises:
+        ResponseError: A line is not a valid record; the message names its line and field.
+    """
+    try:
+        records = _DECODER.decode_lines(chunk)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        records = None
+    if records is not None:
+        n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
+        if len(records) == n_lines:
+            lines = list(range(first_line, first_line + n_lines))
+        else:
+            lines = [first_line + i for i, raw in enumerate(chunk.split(b"\n")) if raw.strip()]
+        for record, line in zip(records, lines, strict=True):
+            _check_record(record, path, line)
+        return ResponseBatch(path, lines, records)
+    # Slow path, only on bad input: find and name the first bad line.
+    lines, records = [], []
+    for i, raw in enumerate(chunk.split(b"\n")):
+        if raw.strip():
+            line = first_line + i
+            records.append(_decode_line(raw, path, line))
+            lines.append(line)
+    return ResponseBatch(path, lines, records)
+
+
+def _decode_line(raw: bytes, path: Path, line: int) -> Response:
+    try:
+        record = _DECODER.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise _explain_invalid(raw, str(exc), path, line) from None
+    except msgspec.DecodeError as exc:
+        reason = str(exc).removeprefix("JSON is malformed: ")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            reason = f"not UTF-8 text (byte {uexc.start} of the line)"
+        raise ResponseError(f"not valid JSON: {reason}", path=path, line=line) from None
+    _check_record(record, path, line)
+    return record
+
+
+def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> ResponseError:
+    try:
+        obj: Any = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        obj = None
+    if not isinstance(obj, dict):
+        return ResponseError(
+            f"got {describe_value(obj)}, expected a JSON object with probe_id and response",
+            path=path, line=line,
+        )
+    if "probe_id" not in obj:
+        hint = next((did_you_mean(k, ["probe_id"]) for k in obj if did_you_mean(k, ["probe_id"])), "")
+        return ResponseError(f"is required but missing{hint}", path=path, line=line, field="probe_id")
+    match = _PATH_FIELD.search(message)
+    field = match.group(1) if match else None
+    expected = {
+        "probe_id": "a string",
+        "response": "a string",
+        "sample": "a whole number",
+        "model": "a string or null",
+        "error": "a string or an object",
+        "finish_reason": "a string or null",
+    }
+    if field in expected:
+        return ResponseError(
+            f"got {describe_value(obj.get(field))}, expected {expected[field]}",
+            path=path, line=line, field=field,
+        )
+    return ResponseError(message, path=path, line=line, field=field)
+
+
+def _check_record(record: Response, path: Path, line: int) -> None:
+    if not record.probe_id.strip():
+        raise ResponseError("is empty, expected the id of a probe", path=path, line=line, field="probe_id")
+    if record.sample < 0:
+        raise ResponseError(f"got {record.sample}, expected 0 or more", path=path, line=line, field="sample")
+    if record.response is None and record.error is None:
+        raise ResponseError(
+            "is required unless 'error' is set (the target failed for this case)",
+            path=path, line=line, field="response",
+        )

@@ -1,0 +1,38 @@
+"""The recorded answer of a model to one probe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = ["TRUNCATION_REASONS", "Response"]
+
+TRUNCATION_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+"""``finish_reason`` values that mean the answer was cut off by a token limit."""
+
+
+class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One generation of a model for one probe, as recorded in a responses file.
+
+    Attributes:
+        probe_id: The id of the probe answered.
+        response: The model's answer; may be missing only when ``error`` is set.
+        sample: Which generation for the same probe (0, 1, ...).
+        model: The model that answered, if recorded.
+        error: What went wrong when the target failed for this case (text or an object).
+        finish_reason: Why generation stopped, as the API reported it; ``length`` (OpenAI) or
+            ``max_tokens`` (Anthropic) mean the answer was truncated.
+    """
+
+    probe_id: str
+    response: str | None = None
+    sample: int = 0
+    model: str | None = None
+    error: str | dict[str, Any] | None = None
+    finish_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the answer was cut off by a token limit."""
+        return self.finish_reason in TRUNCATION_REASONS

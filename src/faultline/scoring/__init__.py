@@ -1,0 +1,80 @@
+"""Scoring: rule packs (data), compiled matchers, and the verdict on each response.
+
+Scoring is a pure function of (probe, response, rule pack, configuration): no I/O, no clock,
+no randomness, so a batch can be scored anywhere (a worker process, a Dask task) and give the
+same :class:`CaseScore`. To add a rule, add it with examples to a pack in ``scoring/packs/``
+or to your own YAML pack; ``faultline rules test`` runs the examples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from faultline.probes.model import Probe
+from faultline.probes.probeset import ProbeSet
+from faultline.responses.check import ResponseChecker, check_known
+from faultline.responses.model import Response
+from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS, CaseScore, Evidence, ScoringConfig
+from faultline.scoring.examples import ExampleResult, run_examples
+from faultline.scoring.matcher import Hit, Matcher
+from faultline.scoring.rules import Rule, RulePack, ScoringModel, builtin_rule_packs, load_rule_pack
+from faultline.scoring.scorer import Scorer, case_id_for
+
+__all__ = [
+    "DEFAULT_SEVERITY_WEIGHTS",
+    "CaseScore",
+    "Evidence",
+    "ExampleResult",
+    "Hit",
+    "Matcher",
+    "Rule",
+    "RulePack",
+    "Scorer",
+    "ScoringConfig",
+    "ScoringModel",
+    "builtin_rule_packs",
+    "case_id_for",
+    "load_rule_pack",
+    "order_cases",
+    "run_examples",
+    "score",
+]
+
+
+def score(
+    probes: ProbeSet | Iterable[Probe],
+    responses: Iterable[Response],
+    *,
+    rules: RulePack | str = "default",
+    config: ScoringConfig | None = None,
+) -> list[CaseScore]:
+    """Score recorded responses against their probes.
+
+    Args:
+        probes: The probe set (or any iterable of probes) the responses answer.
+        responses: The responses; each must name a probe in ``probes``.
+        rules: A rule pack, or the name or path of one.
+        config: Pass threshold and severity weights.
+
+    Returns:
+        One :class:`CaseScore` per response, ordered by model, probe-set order and sample.
+
+    Raises:
+        ResponseError: A response names a probe that is not in ``probes``, or two responses
+            share a probe, sample and model.
+    """
+    probe_set = probes if isinstance(probes, ProbeSet) else ProbeSet("probes", tuple(probes))
+    pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
+    answered = list(responses)
+    check_known(answered, probe_set.by_id, set_name=probe_set.name)
+    checker = ResponseChecker()
+    checker.check_unique(answered)
+    qualify = len(checker.models) > 1
+    cases = Scorer(pack, config).score_batch(probe_set.by_id, answered, qualify_model=qualify)
+    return order_cases(cases, probe_set)
+
+
+def order_cases(cases: Iterable[CaseScore], probe_set: ProbeSet) -> list[CaseScore]:
+    """Put cases in the report's stable order: model, then probe-set order, then sample."""
+    index = probe_set.index
+    return sorted(cases, key=lambda c: (c.model or "", index[c.probe_id], c.sample))
