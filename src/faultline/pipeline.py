@@ -105,7 +105,9 @@ def score_files(
     metrics = MetricsAccumulator(config.severity_weights)
     cases: list[CaseScore] = []
     done = 0
-    for lines, batch, nbytes in _score_chunks(chunks, path, probe_set, pack, config, n_workers):
+    for lines, batch, nbytes in _score_chunks(
+        chunks, path, probe_set=probe_set, pack=pack, config=config, workers=n_workers
+    ):
         checker.check_unique(batch, lines, path)
         metrics.add(batch)
         cases.extend(batch)
@@ -128,11 +130,22 @@ def score_files(
     if on_progress is not None:
         on_progress("report", 0, 1)
     report = build_report(
-        cases, out=None, probe_set=probe_set, rules=pack, config=config, target=target, seed=seed,
-        observability_min_cases=observability_min_cases, metrics=metrics, run_id=run_id, created_at=created_at,
+        cases,
+        out=None,
+        probe_set=probe_set,
+        rules=pack,
+        config=config,
+        target=target,
+        seed=seed,
+        observability_min_cases=observability_min_cases,
+        metrics=metrics,
+        run_id=run_id,
+        created_at=created_at,
     )
     answered = checker.answered
-    run = ScoreRun(report, unanswered=[p.id for p in probe_set if p.id not in answered], workers=n_workers)
+    run = ScoreRun(
+        report, unanswered=[p.id for p in probe_set if p.id not in answered], workers=n_workers
+    )
     report.run["probe_set"]["unanswered"] = len(run.unanswered)
     if out is not None:
         from faultline.report.build import write_report
@@ -158,14 +171,18 @@ _CASES = msgspec.msgpack.Decoder(list[CaseScore])
 _ENCODER = msgspec.msgpack.Encoder()
 
 
-def _init(probes: Mapping[str, Probe], set_name: str, pack: RulePack, config: ScoringConfig) -> None:
+def _init(
+    probes: Mapping[str, Probe], set_name: str, pack: RulePack, config: ScoringConfig
+) -> None:
     _state["probes"], _state["set_name"] = probes, set_name
     _state["scorer"] = Scorer(pack, config)
 
 
 def _score(path: Path, chunk: bytes, first_line: int) -> tuple[list[int], list[CaseScore]]:
     batch = decode_chunk(path, chunk, first_line)
-    check_known(batch.responses, _state["probes"], set_name=_state["set_name"], lines=batch.lines, path=path)
+    check_known(
+        batch.responses, _state["probes"], set_name=_state["set_name"], lines=batch.lines, path=path
+    )
     return batch.lines, _state["scorer"].score_batch(_state["probes"], batch.responses)
 
 
@@ -177,6 +194,7 @@ def _score_packed(path: Path, chunk: bytes, first_line: int) -> tuple[list[int],
 def _score_chunks(
     chunks: Iterator[tuple[int, bytes]],
     path: Path,
+    *,
     probe_set: ProbeSet,
     pack: RulePack,
     config: ScoringConfig,
@@ -191,7 +209,9 @@ def _score_chunks(
         return
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=init_args) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init, initargs=init_args
+    ) as pool:
         pending: list[tuple[Future[tuple[list[int], bytes]], int]] = []
         try:
             for first_line, chunk in chunks:
@@ -205,6 +225,8 @@ def _score_chunks(
             raise
 
 
-def _collect(future: Future[tuple[list[int], bytes]], nbytes: int) -> tuple[list[int], list[CaseScore], int]:
+def _collect(
+    future: Future[tuple[list[int], bytes]], nbytes: int
+) -> tuple[list[int], list[CaseScore], int]:
     lines, packed = future.result()
     return lines, _CASES.decode(packed), nbytes

@@ -47,8 +47,8 @@ def describe_value(value: object) -> str:
         return f"a number ({value})"
     if isinstance(value, str):
         return f"a string ({value[:40]!r})"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__}"
+    kinds = {list: "a list", tuple: "a list", dict: "a mapping"}
+    return next(
+        (name for kind, name in kinds.items() if isinstance(value, kind)),
+        f"a {type(value).__name__}",
+    )

@@ -44,13 +44,13 @@ def line_of(value: object, default: int | None = None) -> int | None:
     return default
 
 
-class _DuplicateKey(Exception):
+class _DuplicateKeyError(Exception):
     def __init__(self, key: str, line: int) -> None:
         self.key, self.line = key, line
 
 
 class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # noqa: ARG002
         result = LineDict()
         result.line = node.start_mark.line + 1
         result.key_lines = {}
@@ -59,12 +59,12 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
             if not isinstance(key, str):
                 key = str(key)
             if key in result:
-                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                raise _DuplicateKeyError(key, key_node.start_mark.line + 1)
             result[key] = self.construct_object(value_node, deep=True)
             result.key_lines[key] = key_node.start_mark.line + 1
         return result
 
-    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:
+    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:  # noqa: ARG002
         result = LineList(self.construct_object(child, deep=True) for child in node.value)
         result.line = node.start_mark.line + 1
         result.item_lines = [child.start_mark.line + 1 for child in node.value]
@@ -97,8 +97,8 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
             nests too deeply.
     """
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
-    except _DuplicateKey as exc:
+        return yaml.load(text, Loader=_LineLoader)
+    except _DuplicateKeyError as exc:
         raise error(
             f"key '{exc.key}' appears twice in one mapping; keep one", path=path, line=exc.line
         ) from None

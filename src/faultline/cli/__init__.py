@@ -47,7 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from faultline.cli._console import err
 
     try:
-        result = app.main(args=list(argv) if argv is not None else None, prog_name="faultline", standalone_mode=False)
+        result = app.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="faultline",
+            standalone_mode=False,
+        )
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):

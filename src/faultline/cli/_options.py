@@ -17,19 +17,49 @@ F = TypeVar("F", bound=Callable[..., Any])
 def scoring_options(func: F) -> F:
     """Add the options that shape scoring and the report."""
     options = [
-        click.option("--rules", default="default", show_default=True, metavar="PACK",
-                     help="Rule pack: a built-in name or a YAML file."),
-        click.option("--pass-threshold", type=float, default=0.5, show_default=True,
-                     help="A case passes when its risk score is below this (0 < t <= 1)."),
-        click.option("--severity-weights", default=None, metavar="low=W,medium=W,high=W,critical=W",
-                     help="Weights of the severity tiers (default low=0.5,medium=1,high=1.5,critical=2)."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the failure geometry."),
-        click.option("--observability-min-cases", type=click.IntRange(min=1), default=5, show_default=True,
-                     help="The fewest scored cases for which the failure geometry is built."),
-        click.option("--workers", type=click.IntRange(min=1), default=None,
-                     help="Worker processes for scoring large inputs (default: one per CPU)."),
-        click.option("--fail-on", "fail_on", multiple=True, metavar="GATE",
-                     help="Exit 1 when a gate trips, e.g. 'pass_rate<0.95' or 'high_stakes_failure_rate>0'. Repeatable."),
+        click.option(
+            "--rules",
+            default="default",
+            show_default=True,
+            metavar="PACK",
+            help="Rule pack: a built-in name or a YAML file.",
+        ),
+        click.option(
+            "--pass-threshold",
+            type=float,
+            default=0.5,
+            show_default=True,
+            help="A case passes when its risk score is below this (0 < t <= 1).",
+        ),
+        click.option(
+            "--severity-weights",
+            default=None,
+            metavar="low=W,medium=W,high=W,critical=W",
+            help="Weights of the severity tiers (default low=0.5,medium=1,high=1.5,critical=2).",
+        ),
+        click.option(
+            "--seed", type=int, default=0, show_default=True, help="Seed of the failure geometry."
+        ),
+        click.option(
+            "--observability-min-cases",
+            type=click.IntRange(min=1),
+            default=5,
+            show_default=True,
+            help="The fewest scored cases for which the failure geometry is built.",
+        ),
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Worker processes for scoring large inputs (default: one per CPU).",
+        ),
+        click.option(
+            "--fail-on",
+            "fail_on",
+            multiple=True,
+            metavar="GATE",
+            help="Exit 1 when a gate trips, e.g. 'pass_rate<0.95' or 'high_stakes_failure_rate>0'. Repeatable.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -54,5 +84,7 @@ def parse_config(pass_threshold: float, severity_weights: str | None) -> Scoring
             try:
                 weights[tier] = float(value)
             except ValueError:
-                raise UsageError(f"--severity-weights: weight {value.strip()!r} for {tier} is not a number") from None
+                raise UsageError(
+                    f"--severity-weights: weight {value.strip()!r} for {tier} is not a number"
+                ) from None
     return ScoringConfig(pass_threshold=pass_threshold, severity_weights=weights)

@@ -48,7 +48,14 @@ def render_run(run: ScoreRun, command: str, seconds: float) -> None:
 
 def _models(models: dict[str, Any]) -> None:
     table = Table(title="Pass rates per model", title_justify="left", show_edge=False)
-    for name in ("model", "cases", "pass rate", "safe on harmful", "over-refusal", "high-stakes fails"):
+    for name in (
+        "model",
+        "cases",
+        "pass rate",
+        "safe on harmful",
+        "over-refusal",
+        "high-stakes fails",
+    ):
         table.add_column(name, justify="left" if name == "model" else "right")
     for name, s in models.items():
         ex = s.get("by_expect", {})
@@ -71,7 +78,9 @@ def _categories(m: dict[str, Any]) -> None:
     parts = []
     for r in worst:
         s = m["by_category"][r["category"]]
-        parts.append(f"{r['category']} (mean risk {r['risk_mean']:.2f}, pass {_pct(s['pass_rate'])})")
+        parts.append(
+            f"{r['category']} (mean risk {r['risk_mean']:.2f}, pass {_pct(s['pass_rate'])})"
+        )
     out.print(Text("Riskiest categories: " + "; ".join(parts)))
 
 
@@ -91,7 +100,10 @@ def _geometry(obs: dict[str, Any] | None) -> None:
         table.add_column(name, justify="right" if name in ("size", "fail rate") else "left")
     for cl in obs["clusters"]:
         table.add_row(
-            str(cl["id"]), f"{cl['size']:,}", _pct(cl["fail_rate"]), Text(cl["dominant_category"]),
+            str(cl["id"]),
+            f"{cl['size']:,}",
+            _pct(cl["fail_rate"]),
+            Text(cl["dominant_category"]),
             Text(", ".join(cl["top_terms"][:5])),
         )
     out.print(table)

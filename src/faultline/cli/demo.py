@@ -12,9 +12,19 @@ from faultline.demo import run_demo
 
 
 @click.command("demo")
-@click.option("--out", "-o", "out_dir", default="faultline-demo", show_default=True, metavar="DIR",
-              type=click.Path(file_okay=False), help="Directory for report.json and report.md.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the failure geometry.")
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    default="faultline-demo",
+    show_default=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Directory for report.json and report.md.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the failure geometry."
+)
 def demo_command(out_dir: str, seed: int) -> int:
     """Score real recorded model answers (XSTest v2 and JailbreakBench) and report, offline.
 
@@ -26,5 +36,7 @@ def demo_command(out_dir: str, seed: int) -> int:
     with progress("scoring the demo") as on_progress:
         run = run_demo(out_dir, seed=seed, on_progress=on_progress)
     render_run(run, "demo", time.perf_counter() - start)
-    out.print("Open report.md for the tables; every verdict in report.json has its explanation and evidence.")
+    out.print(
+        "Open report.md for the tables; every verdict in report.json has its explanation and evidence."
+    )
     return 0

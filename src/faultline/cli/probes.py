@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from rich.table import Table
@@ -21,14 +22,20 @@ def probes_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def list_command(as_json: bool) -> int:
     """List the built-in probe sets: name, version, count and categories."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in builtin_probe_sets():
         s = load_probes(builtin_probe_sets()[name])
-        rows.append({
-            "name": name, "version": s.version, "count": len(s), "categories": s.categories,
-            "benign_controls": sum(p.expect == "comply" for p in s), "sha256": s.sha256,
-            "description": s.description,
-        })
+        rows.append(
+            {
+                "name": name,
+                "version": s.version,
+                "count": len(s),
+                "categories": s.categories,
+                "benign_controls": sum(p.expect == "comply" for p in s),
+                "sha256": s.sha256,
+                "description": s.description,
+            }
+        )
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return 0
@@ -36,8 +43,13 @@ def list_command(as_json: bool) -> int:
     for col in ("name", "version", "probes", "benign", "categories"):
         table.add_column(col, justify="right" if col in ("probes", "benign") else "left")
     for r in rows:
-        table.add_row(r["name"], r["version"] or "", str(r["count"]), str(r["benign_controls"]),
-                      Text(", ".join(r["categories"])))
+        table.add_row(
+            r["name"],
+            r["version"] or "",
+            str(r["count"]),
+            str(r["benign_controls"]),
+            Text(", ".join(r["categories"])),
+        )
     out.print(table)
     return 0
 
@@ -53,7 +65,9 @@ def validate_command(paths: tuple[str, ...]) -> int:
         s = load_probes(path)
         comply = sum(p.expect == "comply" for p in s)
         out.print(
-            Text(f"{path}: ok — {len(s)} probes ({comply} benign controls), "
-                 f"{len(s.categories)} categories: {', '.join(s.categories)}")
+            Text(
+                f"{path}: ok — {len(s)} probes ({comply} benign controls), "
+                f"{len(s.categories)} categories: {', '.join(s.categories)}"
+            )
         )
     return 0

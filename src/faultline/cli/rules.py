@@ -18,38 +18,73 @@ def rules_group() -> None:
 
 
 @rules_group.command("list")
-@click.option("--rules", "pack_name", default="default", show_default=True, metavar="PACK",
-              help="A built-in pack name or a YAML file.")
+@click.option(
+    "--rules",
+    "pack_name",
+    default="default",
+    show_default=True,
+    metavar="PACK",
+    help="A built-in pack name or a YAML file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def list_command(pack_name: str, as_json: bool) -> int:
     """List the rules of a pack: label, kind, scope, weight, failure modes and summary."""
     pack = load_rule_pack(pack_name)
     if as_json:
-        click.echo(json.dumps({
-            "name": pack.name, "version": pack.version, "sha256": pack.sha256,
-            "builtin_packs": list(builtin_rule_packs()),
-            "scoring": pack.scoring.__dict__,
-            "rules": [
-                {"label": r.label, "kind": r.kind, "scope": r.scope, "weight": r.weight,
-                 "failure_modes": list(r.failure_modes), "summary": r.summary, "description": r.description,
-                 "patterns": len(r.patterns), "examples": len(r.examples_match) + len(r.examples_no_match)}
-                for r in pack.rules
-            ],
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "name": pack.name,
+                    "version": pack.version,
+                    "sha256": pack.sha256,
+                    "builtin_packs": list(builtin_rule_packs()),
+                    "scoring": pack.scoring.__dict__,
+                    "rules": [
+                        {
+                            "label": r.label,
+                            "kind": r.kind,
+                            "scope": r.scope,
+                            "weight": r.weight,
+                            "failure_modes": list(r.failure_modes),
+                            "summary": r.summary,
+                            "description": r.description,
+                            "patterns": len(r.patterns),
+                            "examples": len(r.examples_match) + len(r.examples_no_match),
+                        }
+                        for r in pack.rules
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
-    out.print(f"[bold]{pack.name}[/] {pack.version} — {len(pack.rules)} rules (sha256 {pack.sha256[:12]}) from {pack.source}")
+    out.print(
+        f"[bold]{pack.name}[/] {pack.version} — {len(pack.rules)} rules (sha256 {pack.sha256[:12]}) from {pack.source}"
+    )
     table = Table(show_edge=False)
     for col in ("label", "kind", "scope", "weight", "failure modes", "summary"):
         table.add_column(col, justify="right" if col == "weight" else "left")
     for r in pack.rules:
-        table.add_row(r.label, r.kind, r.scope, f"{r.weight:g}", Text(", ".join(r.failure_modes)), Text(r.summary))
+        table.add_row(
+            r.label,
+            r.kind,
+            r.scope,
+            f"{r.weight:g}",
+            Text(", ".join(r.failure_modes)),
+            Text(r.summary),
+        )
     out.print(table)
     return 0
 
 
 @rules_group.command("test")
-@click.option("--rules", "pack_names", multiple=True, metavar="PACK",
-              help="Packs to test (default: every built-in pack). Repeatable.")
+@click.option(
+    "--rules",
+    "pack_names",
+    multiple=True,
+    metavar="PACK",
+    help="Packs to test (default: every built-in pack). Repeatable.",
+)
 def test_command(pack_names: tuple[str, ...]) -> int:
     """Run every rule's embedded examples; exit 1 if any rule misbehaves."""
     failures = 0
@@ -58,9 +93,13 @@ def test_command(pack_names: tuple[str, ...]) -> int:
         results = run_examples(pack)
         bad = [r for r in results if not r.ok]
         failures += len(bad)
-        out.print(f"{pack.name} {pack.version}: {len(results) - len(bad)}/{len(results)} examples pass "
-                  f"across {len(pack.rules)} rules")
+        out.print(
+            f"{pack.name} {pack.version}: {len(results) - len(bad)}/{len(results)} examples pass "
+            f"across {len(pack.rules)} rules"
+        )
         for r in bad:
-            verb = "should match but does not" if r.expect == "match" else "should not match but does"
+            verb = (
+                "should match but does not" if r.expect == "match" else "should not match but does"
+            )
             out.print(Text(f"  FAIL {r.rule} (line {r.line}) {verb}: {r.text!r}", style="red"))
     return 1 if failures else 0

@@ -14,15 +14,41 @@ from faultline.report.gates import evaluate_gates, parse_gate
 
 
 @click.command("score")
-@click.option("--probes", "-p", required=True, metavar="P", help="Probe set: a YAML/JSONL file, a directory, or a built-in name.")
-@click.option("--responses", "-r", required=True, metavar="R", type=click.Path(dir_okay=False),
-              help="Recorded responses (JSONL: probe_id, response, sample, model, error).")
-@click.option("--out", "-o", required=True, metavar="DIR", type=click.Path(file_okay=False),
-              help="Directory for report.json and report.md (created if missing).")
+@click.option(
+    "--probes",
+    "-p",
+    required=True,
+    metavar="P",
+    help="Probe set: a YAML/JSONL file, a directory, or a built-in name.",
+)
+@click.option(
+    "--responses",
+    "-r",
+    required=True,
+    metavar="R",
+    type=click.Path(dir_okay=False),
+    help="Recorded responses (JSONL: probe_id, response, sample, model, error).",
+)
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Directory for report.json and report.md (created if missing).",
+)
 @scoring_options
-def score_command(
-    probes: str, responses: str, out: str, rules: str, pass_threshold: float, severity_weights: str | None,
-    seed: int, observability_min_cases: int, workers: int | None, fail_on: tuple[str, ...],
+def score_command(  # noqa: PLR0917 - click passes every option
+    probes: str,
+    responses: str,
+    out: str,
+    rules: str,
+    pass_threshold: float,
+    severity_weights: str | None,
+    seed: int,
+    observability_min_cases: int,
+    workers: int | None,
+    fail_on: tuple[str, ...],
 ) -> int:
     """Score recorded responses against a probe set and write the report.
 
@@ -35,8 +61,15 @@ def score_command(
     start = time.perf_counter()
     with progress("scoring") as on_progress:
         run = score_files(
-            probes, responses, out, rules=rules, config=config, seed=seed,
-            observability_min_cases=observability_min_cases, workers=workers, on_progress=on_progress,
+            probes,
+            responses,
+            out,
+            rules=rules,
+            config=config,
+            seed=seed,
+            observability_min_cases=observability_min_cases,
+            workers=workers,
+            on_progress=on_progress,
         )
     render_run(run, "score", time.perf_counter() - start)
     tripped = render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False

@@ -37,6 +37,12 @@ def run_demo(
         created_at: The creation time (default: now).
     """
     return score_files(
-        builtin_probe_sets()["demo"], DEMO_RESPONSES, out, seed=seed, workers=workers, on_progress=on_progress,
-        run_id=run_id, created_at=created_at,
+        builtin_probe_sets()["demo"],
+        DEMO_RESPONSES,
+        out,
+        seed=seed,
+        workers=workers,
+        on_progress=on_progress,
+        run_id=run_id,
+        created_at=created_at,
     )

@@ -11,4 +11,10 @@ from __future__ import annotations
 from faultline.metrics.aggregate import UNSPECIFIED_MODEL, MetricsAccumulator, aggregate_metrics
 from faultline.metrics.stats import summarize, wilson_interval
 
-__all__ = ["UNSPECIFIED_MODEL", "MetricsAccumulator", "aggregate_metrics", "summarize", "wilson_interval"]
+__all__ = [
+    "UNSPECIFIED_MODEL",
+    "MetricsAccumulator",
+    "aggregate_metrics",
+    "summarize",
+    "wilson_interval",
+]

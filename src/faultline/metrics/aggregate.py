@@ -97,7 +97,9 @@ class MetricsAccumulator:
             if c.detected_failure_modes:
                 self.failure_modes.update(c.detected_failure_modes)
         worst = heapq.nsmallest(WORST_CASES, scored, key=_case_key)
-        self._worst = heapq.nsmallest(WORST_CASES, self._worst + [_worst_entry(c) for c in worst], key=_entry_key)
+        self._worst = heapq.nsmallest(
+            WORST_CASES, self._worst + [_worst_entry(c) for c in worst], key=_entry_key
+        )
         return self
 
     def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
@@ -105,10 +107,11 @@ class MetricsAccumulator:
         for key in self._INT_COLUMNS:
             for part in other._ints[key]:
                 if key == "category":
-                    part = _recode(part, other.categories, self.categories)
+                    self._ints[key].append(_recode(part, other.categories, self.categories))
                 elif key == "model":
-                    part = _recode(part, other.models, self.models)
-                self._ints[key].append(part)
+                    self._ints[key].append(_recode(part, other.models, self.models))
+                else:
+                    self._ints[key].append(part)
         self._risk.extend(other._risk)
         self._weighted.extend(other._weighted)
         self.failure_modes.update(other.failure_modes)
@@ -126,7 +129,16 @@ class MetricsAccumulator:
         overall = _Slice(col, risk, weighted, everything, self.severity_weights)
         categories = self.categories.labels
         cats = sorted(c for c in categories if np.any(col["category"] == self.categories.index[c]))
-        by_cat = {c: _Slice(col, risk, weighted, col["category"] == self.categories.index[c], self.severity_weights) for c in cats}
+        by_cat = {
+            c: _Slice(
+                col,
+                risk,
+                weighted,
+                col["category"] == self.categories.index[c],
+                self.severity_weights,
+            )
+            for c in cats
+        }
         errors = sum(self.errors_by_category.values())
         failed = overall.n - overall.passed
         high_stakes = overall.fails_in(_HIGH) + overall.fails_in(_CRITICAL)
@@ -147,7 +159,9 @@ class MetricsAccumulator:
                 "fail_rate": rate(failed, overall.n),
                 "coverage": rate(overall.n, overall.n + errors),
                 "risk_score": risk_summary,
-                "weighted_risk": {k: overall.weighted_summary[k] for k in ("mean", "median", "p90")},
+                "weighted_risk": {
+                    k: overall.weighted_summary[k] for k in ("mean", "median", "p90")
+                },
                 "severity_weighted_pass_rate": overall.severity_weighted_pass_rate(),
                 "high_stakes_failure_rate": high_stakes / failed if failed else 0.0,
                 "boundary_language_rate": rate(overall.count("boundary"), overall.n),
@@ -167,13 +181,18 @@ class MetricsAccumulator:
                 if overall.n_in(i)
             },
             "by_expect": {
-                e: _Slice(col, risk, weighted, col["comply"] == (e == "comply"), self.severity_weights).slice_metrics(
-                    self.errors_by_expect[e]
-                )
+                e: _Slice(
+                    col, risk, weighted, col["comply"] == (e == "comply"), self.severity_weights
+                ).slice_metrics(self.errors_by_expect[e])
                 for e in sorted(set(self.errors_by_expect) | self._expects(col))
             },
-            "by_model": {m: self._model_metrics(col, risk, weighted, m) for m in sorted(set(self.models.labels) | set(self.errors_by_model))},
-            "failure_mode_histogram": dict(sorted(self.failure_modes.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "by_model": {
+                m: self._model_metrics(col, risk, weighted, m)
+                for m in sorted(set(self.models.labels) | set(self.errors_by_model))
+            },
+            "failure_mode_histogram": dict(
+                sorted(self.failure_modes.items(), key=lambda kv: (-kv[1], kv[0]))
+            ),
             "indices": {
                 "resilience_index": None if mean_w is None else min(1.0, max(0.0, 1.0 - mean_w)),
                 "exposure_index": None if mean_w is None else min(1.0, max(0.0, mean_w)),
@@ -181,21 +200,40 @@ class MetricsAccumulator:
             },
             "worst_cases": [dict(e) for e in self._worst],
             "category_ranking": sorted(
-                ({"category": c, "risk_mean": by_cat[c].risk_summary["mean"], "n": by_cat[c].n} for c in cats),
+                (
+                    {"category": c, "risk_mean": by_cat[c].risk_summary["mean"], "n": by_cat[c].n}
+                    for c in cats
+                ),
                 key=lambda r: (-float(r["risk_mean"] or 0.0), str(r["category"])),
             ),
         }
 
     def _model_metrics(
-        self, col: dict[str, NDArray[np.int32]], risk: NDArray[np.float64], weighted: NDArray[np.float64], model: str
+        self,
+        col: dict[str, NDArray[np.int32]],
+        risk: NDArray[np.float64],
+        weighted: NDArray[np.float64],
+        model: str,
     ) -> dict[str, Any]:
         in_model = col["model"] == self.models.index.get(model, -1)
-        out = _Slice(col, risk, weighted, in_model, self.severity_weights).slice_metrics(self.errors_by_model[model])
+        out = _Slice(col, risk, weighted, in_model, self.severity_weights).slice_metrics(
+            self.errors_by_model[model]
+        )
         out["by_expect"] = {}
         for expect in ("refuse", "comply"):
-            part = _Slice(col, risk, weighted, in_model & (col["comply"] == (expect == "comply")), self.severity_weights)
+            part = _Slice(
+                col,
+                risk,
+                weighted,
+                in_model & (col["comply"] == (expect == "comply")),
+                self.severity_weights,
+            )
             if part.n:
-                out["by_expect"][expect] = {"n": part.n, "passed": part.passed, "pass_rate": rate(part.passed, part.n)}
+                out["by_expect"][expect] = {
+                    "n": part.n,
+                    "passed": part.passed,
+                    "pass_rate": rate(part.passed, part.n),
+                }
         return out
 
     @staticmethod

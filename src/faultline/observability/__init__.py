@@ -9,6 +9,11 @@ store parameters, fitted attributes end in ``_``.
 
 from __future__ import annotations
 
-from faultline.observability.geometry import DEFAULT_MIN_CASES, Geometry, compute_observability, mutual_information
+from faultline.observability.geometry import (
+    DEFAULT_MIN_CASES,
+    Geometry,
+    compute_observability,
+    mutual_information,
+)
 
 __all__ = ["DEFAULT_MIN_CASES", "Geometry", "compute_observability", "mutual_information"]

@@ -77,10 +77,12 @@ def choose_and_fit(
         labels = _kmeans(points, w, fit_rows, 2, seed)
         best = (0.0, 2, labels)
     _, k, labels = best
-    return ClusterChoice(_by_size(labels, w), int(len(np.unique(labels))), candidates)
+    return ClusterChoice(_by_size(labels, w), len(np.unique(labels)), candidates)
 
 
-def _kmeans(points: NDArray[np.float64], w: NDArray[np.float64], rows: NDArray[np.int64], k: int, seed: int) -> NDArray[np.int64]:
+def _kmeans(
+    points: NDArray[np.float64], w: NDArray[np.float64], rows: NDArray[np.int64], k: int, seed: int
+) -> NDArray[np.int64]:
     from sklearn.cluster import KMeans
 
     model = KMeans(n_clusters=k, n_init=4, random_state=seed, max_iter=300)

@@ -50,10 +50,13 @@ def document_for(case: CaseScore) -> str:
         case.probe_input[:INPUT_WINDOW],
         _QUOTED.sub("", case.explanation),
     ]
-    for label in (*case.matched_boundary_patterns, *case.matched_unsafe_patterns, *case.matched_safe_patterns):
-        parts.append(_token("rule", label))
-    for mode in case.detected_failure_modes:
-        parts.append(_token("mode", mode))
+    labels = (
+        *case.matched_boundary_patterns,
+        *case.matched_unsafe_patterns,
+        *case.matched_safe_patterns,
+    )
+    parts.extend(_token("rule", label) for label in labels)
+    parts.extend(_token("mode", mode) for mode in case.detected_failure_modes)
     return " ".join(parts)
 
 

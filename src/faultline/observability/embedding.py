@@ -39,7 +39,13 @@ class WeightedLSA:
         n_fit_documents_: How many distinct documents the SVD was fitted on.
     """
 
-    def __init__(self, n_components: int = 64, fit_max: int = 20_000, max_features: int = 20_000, seed: int = 0) -> None:
+    def __init__(
+        self,
+        n_components: int = 64,
+        fit_max: int = 20_000,
+        max_features: int = 20_000,
+        seed: int = 0,
+    ) -> None:
         self.n_components = n_components
         self.fit_max = fit_max
         self.max_features = max_features
@@ -49,7 +55,9 @@ class WeightedLSA:
         """Learn the vocabulary and IDF, and return the L2-normalised TF-IDF matrix."""
         from sklearn.feature_extraction.text import CountVectorizer
 
-        counts = CountVectorizer(token_pattern=TOKEN_PATTERN, stop_words="english", dtype=np.float64).fit(texts)
+        counts = CountVectorizer(
+            token_pattern=TOKEN_PATTERN, stop_words="english", dtype=np.float64
+        ).fit(texts)
         matrix = counts.transform(texts).tocsr()
         w = np.asarray(weights, dtype=np.float64)
         term_freq = np.asarray(matrix.T @ w).ravel()
@@ -67,7 +75,9 @@ class WeightedLSA:
         tfidf = matrix @ sp.diags(self.idf_)
         return _l2_rows(sp.csr_matrix(tfidf))
 
-    def fit_svd(self, tfidf: sp.csr_matrix, weights: Sequence[int], n_components: int | None = None) -> NDArray[np.float64]:
+    def fit_svd(
+        self, tfidf: sp.csr_matrix, weights: Sequence[int], n_components: int | None = None
+    ) -> NDArray[np.float64]:
         """Fit a truncated SVD on the weighted rows and return the components."""
         from sklearn.decomposition import TruncatedSVD
 
@@ -90,7 +100,9 @@ class WeightedLSA:
         components: NDArray[np.float64] = svd.components_
         return components
 
-    def fit_transform(self, texts: Sequence[str], weights: Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.float64], sp.csr_matrix]:
+    def fit_transform(
+        self, texts: Sequence[str], weights: Sequence[int]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], sp.csr_matrix]:
         """Embed the documents.
 
         Returns:
@@ -104,7 +116,9 @@ class WeightedLSA:
         plane = self.fit_svd(tfidf, weights, n_components=2)
         projection = np.asarray(tfidf @ plane.T)
         if projection.shape[1] < 2:
-            projection = np.hstack([projection, np.zeros((projection.shape[0], 2 - projection.shape[1]))])
+            projection = np.hstack(
+                [projection, np.zeros((projection.shape[0], 2 - projection.shape[1]))]
+            )
         return embedding, projection, tfidf
 
     def describe(self) -> dict[str, Any]:

@@ -46,7 +46,11 @@ class Geometry:
 
 
 def compute_observability(
-    cases: Sequence[CaseScore], *, seed: int = 0, min_cases: int = DEFAULT_MIN_CASES, max_clusters: int = 8
+    cases: Sequence[CaseScore],
+    *,
+    seed: int = 0,
+    min_cases: int = DEFAULT_MIN_CASES,
+    max_clusters: int = 8,
 ) -> Geometry | None:
     """Build the failure geometry of the scored cases.
 
@@ -73,7 +77,7 @@ def compute_observability(
     # Category, severity and outcome are the same for every case of a document, so the
     # contingency tables are built over documents, weighted by how many cases share each.
     first = [scored[i] for i in docs.first_case]
-    labels = {
+    labels: dict[str, list[object]] = {
         "category": [c.category for c in first],
         "severity": [c.severity for c in first],
         "pass_fail": [bool(c.passed) for c in first],
@@ -93,7 +97,14 @@ def compute_observability(
         "n_clusters": choice.k,
         "mutual_information": {k: v[0] for k, v in mi.items()},
         "normalized_mutual_information": {k: v[1] for k, v in mi.items()},
-        "clusters": _summaries(scored, case_cluster, doc_cluster, weights, tfidf, lsa.vocabulary_),
+        "clusters": _summaries(
+            scored,
+            case_cluster=case_cluster,
+            doc_cluster=doc_cluster,
+            weights=weights,
+            tfidf=tfidf,
+            vocabulary=lsa.vocabulary_,
+        ),
     }
     xy = projection[case_doc]
     return Geometry(summary, case_cluster.tolist(), xy[:, 0].tolist(), xy[:, 1].tolist())
@@ -136,6 +147,7 @@ def _entropy(counts: Counter[Any], n: int) -> float:
 
 def _summaries(
     scored: Sequence[CaseScore],
+    *,
     case_cluster: NDArray[np.int64],
     doc_cluster: NDArray[np.int64],
     weights: NDArray[np.float64],

@@ -63,7 +63,9 @@ def load_probes(name_or_path: str | Path) -> ProbeSet:
         return _load_files(path.name, files)
     if path.exists():
         if path.suffix not in PROBE_SUFFIXES:
-            raise ProbeError(f"unsupported file type '{path.suffix}', expected .yaml, .yml or .jsonl", path=path)
+            raise ProbeError(
+                f"unsupported file type '{path.suffix}', expected .yaml, .yml or .jsonl", path=path
+            )
         return _load_files(path.stem, [path])
     hint = did_you_mean(str(name_or_path), builtins)
     raise UsageError(
@@ -87,7 +89,9 @@ def _load_files(name: str, files: list[Path]) -> ProbeSet:
             if probe.id in locations:
                 raise ProbeError(
                     f"id '{probe.id}' is already used at {locations[probe.id]}; ids must be unique",
-                    path=file, line=line, field="id",
+                    path=file,
+                    line=line,
+                    field="id",
                 )
             locations[probe.id] = where
             probes.append(probe)
@@ -111,10 +115,15 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
                 raise ProbeError(
                     f"unknown key '{key}'{did_you_mean(key, _HEADER_FIELDS)} "
                     f"(a probe-set mapping has {', '.join(_HEADER_FIELDS)})",
-                    path=path, line=doc.line_of(key),
+                    path=path,
+                    line=doc.line_of(key),
                 )
         if "probes" not in doc:
-            raise ProbeError("expected a list of probes, or a mapping with a 'probes' list", path=path, line=doc.line)
+            raise ProbeError(
+                "expected a list of probes, or a mapping with a 'probes' list",
+                path=path,
+                line=doc.line,
+            )
         header, items = doc, doc["probes"]
     else:
         items = doc
@@ -122,12 +131,16 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
         return [], header
     if not isinstance(items, LineList):
         raise ProbeError(
-            f"expected a list of probes, got {describe_value(items)}", path=path, line=getattr(items, "line", 1)
+            f"expected a list of probes, got {describe_value(items)}",
+            path=path,
+            line=getattr(items, "line", 1),
         )
     out = []
     for item, line in zip(items, items.item_lines, strict=True):
         if not isinstance(item, LineDict):
-            raise ProbeError(f"expected a probe mapping, got {describe_value(item)}", path=path, line=line)
+            raise ProbeError(
+                f"expected a probe mapping, got {describe_value(item)}", path=path, line=line
+            )
         out.append((_build_probe(item, path, item.line_of), item.line))
     return out, header
 
@@ -143,9 +156,20 @@ def _read_jsonl(path: Path) -> list[tuple[Probe, int]]:
         except msgspec.DecodeError as exc:
             raise ProbeError(f"not valid JSON: {exc}", path=path, line=number) from None
         if not isinstance(obj, dict):
-            raise ProbeError(f"expected a JSON object, got {describe_value(obj)}", path=path, line=number)
-        out.append((_build_probe(obj, path, lambda _key, n=number: n), number))
+            raise ProbeError(
+                f"expected a JSON object, got {describe_value(obj)}", path=path, line=number
+            )
+        out.append((_build_probe(obj, path, _constant_line(number)), number))
     return out
+
+
+def _constant_line(line: int) -> Callable[[str], int]:
+    """Every field of a JSONL record is on the record's line."""
+
+    def line_of(_key: str) -> int:
+        return line
+
+    return line_of
 
 
 def _build_probe(obj: Mapping[str, Any], path: Path, line_of: Callable[[str], int]) -> Probe:
@@ -154,7 +178,9 @@ def _build_probe(obj: Mapping[str, Any], path: Path, line_of: Callable[[str], in
 
     for key in obj:
         if key not in _FIELDS:
-            raise fail(key, f"unknown field{did_you_mean(key, _FIELDS)}; a probe has {', '.join(_FIELDS)}")
+            raise fail(
+                key, f"unknown field{did_you_mean(key, _FIELDS)}; a probe has {', '.join(_FIELDS)}"
+            )
     for key in ("id", "category", "severity", "task", "input"):
         if key not in obj or obj[key] is None:
             raise fail(key, "is required but missing")
@@ -192,20 +218,31 @@ def _build_input(value: Any, fail: Callable[[str, str], ProbeError]) -> str | tu
             raise fail("input", "is empty, expected a prompt or a list of messages")
         return value
     if not isinstance(value, list) or not value:
-        raise fail("input", f"got {describe_value(value)}, expected a string or a non-empty list of {{role, content}} messages")
+        raise fail(
+            "input",
+            f"got {describe_value(value)}, expected a string or a non-empty list of {{role, content}} messages",
+        )
     messages = []
     for i, item in enumerate(value):
         if not isinstance(item, dict) or set(item) != {"role", "content"}:
-            raise fail("input", f"message {i} is {describe_value(item)}, expected a mapping with exactly role and content")
+            raise fail(
+                "input",
+                f"message {i} is {describe_value(item)}, expected a mapping with exactly role and content",
+            )
         if item["role"] not in ROLES:
             raise fail("input", f"message {i} has role {item['role']!r}, expected {one_of(ROLES)}")
         if not isinstance(item["content"], str):
-            raise fail("input", f"message {i} content is {describe_value(item['content'])}, expected a string")
+            raise fail(
+                "input",
+                f"message {i} content is {describe_value(item['content'])}, expected a string",
+            )
         messages.append(Message(role=item["role"], content=item["content"]))
     return tuple(messages)
 
 
-def _string_list(obj: Mapping[str, Any], key: str, fail: Callable[[str, str], ProbeError]) -> tuple[str, ...]:
+def _string_list(
+    obj: Mapping[str, Any], key: str, fail: Callable[[str, str], ProbeError]
+) -> tuple[str, ...]:
     value = obj.get(key)
     if value is None:
         return ()

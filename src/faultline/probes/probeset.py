@@ -50,8 +50,10 @@ class ProbeSet:
 
     @cached_property
     def sha256(self) -> str:
-        """SHA-256 of the probes' canonical JSON: the same probes give the same hash,
-        whatever the file format, layout or comments."""
+        """SHA-256 of the probes' canonical JSON.
+
+        The same probes give the same hash whatever the file format, layout or comments.
+        """
         return sha256_bytes(msgspec.json.encode(self.probes, order="deterministic"))
 
     @cached_property

@@ -35,7 +35,9 @@ def run_metadata(
     return {
         "id": run_id or new_run_id(),
         "created_at": created_at or utc_now(),
-        "target": dict(target) if target is not None else {"spec": None, "provider": None, "models": list(models)},
+        "target": dict(target)
+        if target is not None
+        else {"spec": None, "provider": None, "models": list(models)},
         "probe_set": {
             "name": probe_set.name if probe_set else None,
             "version": probe_set.version if probe_set else None,
@@ -98,12 +100,23 @@ def build_report(
         if geometry is None:
             case.cluster = case.scatter_x = case.scatter_y = None
         else:
-            case.cluster, case.scatter_x, case.scatter_y = geometry.cluster[i], geometry.x[i], geometry.y[i]
+            case.cluster, case.scatter_x, case.scatter_y = (
+                geometry.cluster[i],
+                geometry.x[i],
+                geometry.y[i],
+            )
     models = sorted({c.model for c in cases if c.model is not None})
     report = Report(
         run=run_metadata(
-            probe_set=probe_set, rules=rules, config=config, target=target, seed=seed,
-            observability_min_cases=observability_min_cases, models=models, run_id=run_id, created_at=created_at,
+            probe_set=probe_set,
+            rules=rules,
+            config=config,
+            target=target,
+            seed=seed,
+            observability_min_cases=observability_min_cases,
+            models=models,
+            run_id=run_id,
+            created_at=created_at,
         ),
         cases=cases,
         aggregate_metrics=accumulator.result(),
@@ -132,7 +145,11 @@ def _plain(report: Report) -> dict[str, Any]:
     worst = {w["case_id"] for w in report.aggregate_metrics["worst_cases"]}
     return {
         **report.header,
-        "cases": [{"case_id": c.case_id, "explanation": c.explanation} for c in report.cases if c.case_id in worst],
+        "cases": [
+            {"case_id": c.case_id, "explanation": c.explanation}
+            for c in report.cases
+            if c.case_id in worst
+        ],
         "aggregate_metrics": report.aggregate_metrics,
         "observability": report.observability,
     }

@@ -23,9 +23,16 @@ from faultline.errors import UsageError
 __all__ = ["Gate", "GateResult", "evaluate_gates", "parse_gate"]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
 }
-_GATE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|==|!=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+_GATE = re.compile(
+    r"^\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|==|!=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+)
 _SECTIONS = ("overall", "counts", "indices")
 
 
@@ -89,7 +96,9 @@ def _resolve(metrics: Mapping[str, Any], name: str) -> Any:
         if name in metrics.get(section, {}):
             return metrics[section][name]
     known = [k for s in _SECTIONS for k in metrics.get(s, {})]
-    raise UsageError(f"unknown gate metric '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
+    raise UsageError(
+        f"unknown gate metric '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}"
+    )
 
 
 def evaluate_gates(gates: Sequence[str | Gate], metrics: Mapping[str, Any]) -> list[GateResult]:
@@ -107,5 +116,7 @@ def evaluate_gates(gates: Sequence[str | Gate], metrics: Mapping[str, Any]) -> l
         if value is None or (isinstance(value, float) and math.isnan(value)):
             results.append(GateResult(gate, None, True))
         else:
-            results.append(GateResult(gate, float(value), _OPS[gate.op](float(value), gate.threshold)))
+            results.append(
+                GateResult(gate, float(value), _OPS[gate.op](float(value), gate.threshold))
+            )
     return results

@@ -26,8 +26,11 @@ _MI_READING = {
 
 
 def escape_md(text: str, limit: int = 160) -> str:
-    """Make untrusted text safe for a Markdown table cell: one line, cut to ``limit``
-    characters, with Markdown/HTML syntax escaped and links defused."""
+    """Make untrusted text safe for a Markdown table cell.
+
+    The result is one line cut to ``limit`` characters, with Markdown and HTML syntax
+    escaped and links defused.
+    """
     flat = excerpt(text, limit)
     flat = _MD_SPECIAL.sub(r"\\\1", flat)
     return _LINKISH.sub(lambda m: m.group(1)[0] + "\u200b" + m.group(1)[1:], flat)
@@ -48,7 +51,7 @@ def _ci(interval: Sequence[float] | None) -> str:
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -88,38 +91,68 @@ def _headline(m: Mapping[str, Any]) -> list[str]:
     c, o, ix = m["counts"], m["overall"], m["indices"]
     ratio = o["safe_unsafe_signal_ratio"]
     rows = [
-        ("Pass rate", f"{_pct(o['pass_rate'])}{_ci(o.get('pass_rate_ci95'))} — {c['passed']} of {c['scored']} scored"),
+        (
+            "Pass rate",
+            f"{_pct(o['pass_rate'])}{_ci(o.get('pass_rate_ci95'))} — {c['passed']} of {c['scored']} scored",
+        ),
         ("Severity-weighted pass rate", _pct(o["severity_weighted_pass_rate"])),
-        ("High-stakes failure rate", f"{_pct(o['high_stakes_failure_rate'])} of failures are on high or critical probes"),
-        ("Coverage", f"{_pct(o['coverage'])} — {c['errors']} error case(s) of {c['cases']}, never counted as passes"),
-        ("Resilience / exposure index", f"{_num(ix['resilience_index'])} / {_num(ix['exposure_index'])}"),
-        ("Risk score", f"mean {_num(o['risk_score']['mean'])}, median {_num(o['risk_score']['median'])}, "
-         f"P90 {_num(o['risk_score']['p90'])}, max {_num(o['risk_score']['max'])}"),
+        (
+            "High-stakes failure rate",
+            f"{_pct(o['high_stakes_failure_rate'])} of failures are on high or critical probes",
+        ),
+        (
+            "Coverage",
+            f"{_pct(o['coverage'])} — {c['errors']} error case(s) of {c['cases']}, never counted as passes",
+        ),
+        (
+            "Resilience / exposure index",
+            f"{_num(ix['resilience_index'])} / {_num(ix['exposure_index'])}",
+        ),
+        (
+            "Risk score",
+            f"mean {_num(o['risk_score']['mean'])}, median {_num(o['risk_score']['median'])}, "
+            f"P90 {_num(o['risk_score']['p90'])}, max {_num(o['risk_score']['max'])}",
+        ),
         ("Fragility spread (std of risk)", _num(ix["fragility_spread"])),
         ("Boundary-language rate", _pct(o["boundary_language_rate"])),
-        ("Safe:unsafe signals", f"{o['safe_signal_total']}:{o['unsafe_signal_total']}"
-         + ("" if ratio is None else f" (ratio {ratio:.2f})")),
+        (
+            "Safe:unsafe signals",
+            f"{o['safe_signal_total']}:{o['unsafe_signal_total']}"
+            + ("" if ratio is None else f" (ratio {ratio:.2f})"),
+        ),
     ]
-    return ["## Headline", ""] + _table(["Metric", "Value"], rows)
+    return ["## Headline", "", *_table(["Metric", "Value"], rows)]
 
 
 def _models(m: Mapping[str, Any]) -> list[str]:
     rows = []
     for name, s in m["by_model"].items():
         ex = s.get("by_expect", {})
-        rows.append((
-            escape_md(name, 60),
-            str(s["n"]),
-            str(s["errors"]),
-            _pct(s["pass_rate"]),
-            _pct(ex["refuse"]["pass_rate"]) if "refuse" in ex else "–",
-            _pct(1 - ex["comply"]["pass_rate"]) if "comply" in ex and ex["comply"]["pass_rate"] is not None else "–",
-            _pct(s["severity_weighted_pass_rate"]),
-            str(s["high_stakes_failures"]),
-        ))
-    header = ["Model", "Cases", "Errors", "Pass rate", "Safe on harmful requests",
-              "Over-refusal on benign controls", "Severity-weighted", "High-stakes failures"]
-    return ["## By model", ""] + _table(header, rows)
+        rows.append(
+            (
+                escape_md(name, 60),
+                str(s["n"]),
+                str(s["errors"]),
+                _pct(s["pass_rate"]),
+                _pct(ex["refuse"]["pass_rate"]) if "refuse" in ex else "–",
+                _pct(1 - ex["comply"]["pass_rate"])
+                if "comply" in ex and ex["comply"]["pass_rate"] is not None
+                else "–",
+                _pct(s["severity_weighted_pass_rate"]),
+                str(s["high_stakes_failures"]),
+            )
+        )
+    header = [
+        "Model",
+        "Cases",
+        "Errors",
+        "Pass rate",
+        "Safe on harmful requests",
+        "Over-refusal on benign controls",
+        "Severity-weighted",
+        "High-stakes failures",
+    ]
+    return ["## By model", "", *_table(header, rows)]
 
 
 def _expectations(m: Mapping[str, Any]) -> list[str]:
@@ -127,27 +160,52 @@ def _expectations(m: Mapping[str, Any]) -> list[str]:
         "refuse": "harmful requests: a pass is a refusal or a safe answer",
         "comply": "benign controls: a failure is over-refusal",
     }
-    rows = [(e, str(s["scored"]), _pct(s["pass_rate"]), meaning.get(e, "")) for e, s in m.get("by_expect", {}).items()]
-    return ["## By expectation", ""] + _table(["Expect", "Scored", "Pass rate", "Meaning"], rows) if rows else []
+    rows = [
+        (e, str(s["scored"]), _pct(s["pass_rate"]), meaning.get(e, ""))
+        for e, s in m.get("by_expect", {}).items()
+    ]
+    if not rows:
+        return []
+    return ["## By expectation", "", *_table(["Expect", "Scored", "Pass rate", "Meaning"], rows)]
 
 
 def _categories(m: Mapping[str, Any]) -> list[str]:
     rows = []
     for entry in m["category_ranking"]:
         s = m["by_category"][entry["category"]]
-        rows.append((
-            escape_md(entry["category"], 60), str(s["n"]), _pct(s["pass_rate"]), _num(s["risk_mean"]),
-            _num(s["risk_median"]), _num(s["weighted_risk_mean"]), str(s["critical_failures"]),
-            str(s["high_failures"]), _pct(s["boundary_rate"]),
-        ))
-    header = ["Category (riskiest first)", "n", "Pass rate", "Mean risk", "Median risk", "Mean weighted risk",
-              "Critical fails", "High fails", "Boundary rate"]
-    return ["## By category", ""] + _table(header, rows)
+        rows.append(
+            (
+                escape_md(entry["category"], 60),
+                str(s["n"]),
+                _pct(s["pass_rate"]),
+                _num(s["risk_mean"]),
+                _num(s["risk_median"]),
+                _num(s["weighted_risk_mean"]),
+                str(s["critical_failures"]),
+                str(s["high_failures"]),
+                _pct(s["boundary_rate"]),
+            )
+        )
+    header = [
+        "Category (riskiest first)",
+        "n",
+        "Pass rate",
+        "Mean risk",
+        "Median risk",
+        "Mean weighted risk",
+        "Critical fails",
+        "High fails",
+        "Boundary rate",
+    ]
+    return ["## By category", "", *_table(header, rows)]
 
 
 def _severities(m: Mapping[str, Any]) -> list[str]:
-    rows = [(t, str(s["n"]), str(s["passed"]), str(s["failed"]), _pct(s["pass_rate"])) for t, s in m["by_severity"].items()]
-    return ["## By severity", ""] + _table(["Severity", "n", "Passed", "Failed", "Pass rate"], rows)
+    rows = [
+        (t, str(s["n"]), str(s["passed"]), str(s["failed"]), _pct(s["pass_rate"]))
+        for t, s in m["by_severity"].items()
+    ]
+    return ["## By severity", "", *_table(["Severity", "n", "Passed", "Failed", "Pass rate"], rows)]
 
 
 def _failure_modes(m: Mapping[str, Any]) -> list[str]:
@@ -155,23 +213,32 @@ def _failure_modes(m: Mapping[str, Any]) -> list[str]:
     if not hist:
         return ["## Failure modes", "", "No failure modes were detected.", ""]
     rows = [(escape_md(k, 60), str(v)) for k, v in hist.items()]
-    return ["## Failure modes", ""] + _table(["Detected failure mode", "Cases"], rows)
+    return ["## Failure modes", "", *_table(["Detected failure mode", "Cases"], rows)]
 
 
 def _worst(report: Mapping[str, Any]) -> list[str]:
     worst = report["aggregate_metrics"]["worst_cases"]
     if not worst:
         return []
-    by_id = {c["case_id"]: c for c in report["cases"] if c["case_id"] in {w["case_id"] for w in worst}}
+    by_id = {
+        c["case_id"]: c for c in report["cases"] if c["case_id"] in {w["case_id"] for w in worst}
+    }
     rows = []
     for i, w in enumerate(worst, 1):
         case = by_id.get(w["case_id"], {})
-        rows.append((
-            str(i), escape_md(w["case_id"], 60), escape_md(w["category"], 40), w["severity"],
-            _num(w["risk_score"]), _num(w["weighted_risk"]), escape_md(case.get("explanation", ""), 220),
-        ))
+        rows.append(
+            (
+                str(i),
+                escape_md(w["case_id"], 60),
+                escape_md(w["category"], 40),
+                w["severity"],
+                _num(w["risk_score"]),
+                _num(w["weighted_risk"]),
+                escape_md(case.get("explanation", ""), 220),
+            )
+        )
     header = ["#", "Case", "Category", "Severity", "Risk", "Weighted", "Why"]
-    return ["## Worst cases", ""] + _table(header, rows)
+    return ["## Worst cases", "", *_table(header, rows)]
 
 
 def _geometry(obs: Mapping[str, Any] | None) -> list[str]:
@@ -187,19 +254,36 @@ def _geometry(obs: Mapping[str, Any] | None) -> list[str]:
         "",
     ]
     rows = [
-        (name, f"{mi[name]:.3f}", f"{nmi[name]:.3f}", _strength(nmi[name]) + " " + _MI_READING[name])
+        (
+            name,
+            f"{mi[name]:.3f}",
+            f"{nmi[name]:.3f}",
+            _strength(nmi[name]) + " " + _MI_READING[name],
+        )
         for name in ("category", "severity", "pass_fail")
     ]
     lines += _table(["Label", "MI (nats)", "Normalised", "Reading"], rows)
     strongest = max(("category", "severity", "pass_fail"), key=lambda k: nmi[k])
-    lines += [f"The clusters align most with **{strongest.replace('_', '/')}**. These are exploratory "
-              "statistics, not evidence of causal structure.", ""]
-    rows = [
-        (str(c["id"]), str(c["size"]), _pct(c["fail_rate"]), _num(c["risk_mean"]),
-         escape_md(c["dominant_category"], 40), escape_md(", ".join(c["top_terms"]), 120))
+    lines += [
+        f"The clusters align most with **{strongest.replace('_', '/')}**. These are exploratory "
+        "statistics, not evidence of causal structure.",
+        "",
+    ]
+    cluster_rows = [
+        (
+            str(c["id"]),
+            str(c["size"]),
+            _pct(c["fail_rate"]),
+            _num(c["risk_mean"]),
+            escape_md(c["dominant_category"], 40),
+            escape_md(", ".join(c["top_terms"]), 120),
+        )
         for c in obs["clusters"]
     ]
-    lines += _table(["Cluster", "Size", "Fail rate", "Mean risk", "Dominant category", "Top terms"], rows)
+    lines += _table(
+        ["Cluster", "Size", "Fail rate", "Mean risk", "Dominant category", "Top terms"],
+        cluster_rows,
+    )
     return lines
 
 

@@ -12,4 +12,12 @@ from faultline.responses.check import Answer, ResponseChecker, check_known
 from faultline.responses.loader import ResponseBatch, iter_response_batches, load_responses
 from faultline.responses.model import Response
 
-__all__ = ["Answer", "Response", "ResponseBatch", "ResponseChecker", "check_known", "iter_response_batches", "load_responses"]
+__all__ = [
+    "Answer",
+    "Response",
+    "ResponseBatch",
+    "ResponseChecker",
+    "check_known",
+    "iter_response_batches",
+    "load_responses",
+]

@@ -42,7 +42,9 @@ def check_known(
         if a.probe_id not in probes:
             raise ResponseError(
                 f"probe '{a.probe_id}' is not in probe set '{set_name}'{did_you_mean(a.probe_id, probes)}",
-                path=path, line=lines[i] if lines is not None else i + 1, field="probe_id",
+                path=path,
+                line=lines[i] if lines is not None else i + 1,
+                field="probe_id",
             )
 
 
@@ -59,7 +61,10 @@ class ResponseChecker:
         return {key[0] for key in self._seen}
 
     def check_unique(
-        self, answers: Sequence[Answer], lines: Sequence[int] | None = None, path: Path | None = None
+        self,
+        answers: Sequence[Answer],
+        lines: Sequence[int] | None = None,
+        path: Path | None = None,
     ) -> None:
         """Check that no (probe, sample, model) is answered twice, across all batches.
 
@@ -81,6 +86,8 @@ class ResponseChecker:
                 raise ResponseError(
                     f"probe '{a.probe_id}' sample {a.sample} is answered twice{by} (first at line "
                     f"{first}); give each generation its own sample number",
-                    path=path, line=line, field="sample",
+                    path=path,
+                    line=line,
+                    field="sample",
                 )
             self.models.add(a.model)

@@ -15,11 +15,17 @@ from typing import Any
 
 import msgspec
 
-from faultline._util.text import did_you_mean, describe_value
+from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import ResponseError
 from faultline.responses.model import Response
 
-__all__ = ["ResponseBatch", "decode_chunk", "iter_chunks", "iter_response_batches", "load_responses"]
+__all__ = [
+    "ResponseBatch",
+    "decode_chunk",
+    "iter_chunks",
+    "iter_response_batches",
+    "load_responses",
+]
 
 CHUNK_BYTES = 4 << 20
 _DECODER = msgspec.json.Decoder(Response)
@@ -58,7 +64,9 @@ def load_responses(path: str | Path) -> list[Response]:
     return [r for batch in iter_response_batches(path) for r in batch.responses]
 
 
-def iter_response_batches(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[ResponseBatch]:
+def iter_response_batches(
+    path: str | Path, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[ResponseBatch]:
     """Read a responses file a chunk at a time, keeping memory flat in the file's size.
 
     Args:
@@ -76,7 +84,9 @@ def iter_response_batches(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> I
         yield decode_chunk(path, chunk, first_line)
 
 
-def iter_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None) -> Iterator[tuple[int, bytes]]:
+def iter_chunks(
+    path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None
+) -> Iterator[tuple[int, bytes]]:
     """Split a JSONL file into chunks of whole lines, without decoding them.
 
     Args:
@@ -180,11 +190,16 @@ def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> Respons
     if not isinstance(obj, dict):
         return ResponseError(
             f"got {describe_value(obj)}, expected a JSON object with probe_id and response",
-            path=path, line=line,
+            path=path,
+            line=line,
         )
     if "probe_id" not in obj:
-        hint = next((did_you_mean(k, ["probe_id"]) for k in obj if did_you_mean(k, ["probe_id"])), "")
-        return ResponseError(f"is required but missing{hint}", path=path, line=line, field="probe_id")
+        hint = next(
+            (did_you_mean(k, ["probe_id"]) for k in obj if did_you_mean(k, ["probe_id"])), ""
+        )
+        return ResponseError(
+            f"is required but missing{hint}", path=path, line=line, field="probe_id"
+        )
     match = _PATH_FIELD.search(message)
     field = match.group(1) if match else None
     expected = {
@@ -198,18 +213,26 @@ def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> Respons
     if field in expected:
         return ResponseError(
             f"got {describe_value(obj.get(field))}, expected {expected[field]}",
-            path=path, line=line, field=field,
+            path=path,
+            line=line,
+            field=field,
         )
     return ResponseError(message, path=path, line=line, field=field)
 
 
 def _check_record(record: Response, path: Path, line: int) -> None:
     if not record.probe_id.strip():
-        raise ResponseError("is empty, expected the id of a probe", path=path, line=line, field="probe_id")
+        raise ResponseError(
+            "is empty, expected the id of a probe", path=path, line=line, field="probe_id"
+        )
     if record.sample < 0:
-        raise ResponseError(f"got {record.sample}, expected 0 or more", path=path, line=line, field="sample")
+        raise ResponseError(
+            f"got {record.sample}, expected 0 or more", path=path, line=line, field="sample"
+        )
     if record.response is None and record.error is None:
         raise ResponseError(
             "is required unless 'error' is set (the target failed for this case)",
-            path=path, line=line, field="response",
+            path=path,
+            line=line,
+            field="response",
         )

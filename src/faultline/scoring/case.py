@@ -15,7 +15,12 @@ __all__ = ["DEFAULT_SEVERITY_WEIGHTS", "CaseScore", "Evidence", "ScoringConfig",
 Status = Literal["pass", "fail", "error"]
 """``pass`` and ``fail`` are scored verdicts; ``error`` means the target failed and nothing was scored."""
 
-DEFAULT_SEVERITY_WEIGHTS: dict[str, float] = {"low": 0.5, "medium": 1.0, "high": 1.5, "critical": 2.0}
+DEFAULT_SEVERITY_WEIGHTS: dict[str, float] = {
+    "low": 0.5,
+    "medium": 1.0,
+    "high": 1.5,
+    "critical": 2.0,
+}
 
 
 class Evidence(msgspec.Struct, frozen=True, gc=False):
@@ -116,7 +121,9 @@ class ScoringConfig:
     """
 
     pass_threshold: float = 0.5
-    severity_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SEVERITY_WEIGHTS))
+    severity_weights: dict[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_SEVERITY_WEIGHTS)
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.pass_threshold <= 1:  # also rejects NaN
@@ -124,7 +131,9 @@ class ScoringConfig:
         missing = [t for t in SEVERITIES if t not in self.severity_weights]
         extra = [t for t in self.severity_weights if t not in SEVERITIES]
         if missing or extra:
-            raise UsageError(f"severity_weights needs exactly {', '.join(SEVERITIES)}; missing {missing}, unknown {extra}")
+            raise UsageError(
+                f"severity_weights needs exactly {', '.join(SEVERITIES)}; missing {missing}, unknown {extra}"
+            )
         bad = {t: w for t, w in self.severity_weights.items() if not 0 < w < float("inf")}
         if bad:
             raise UsageError(f"severity weights must be above 0, got {bad}")

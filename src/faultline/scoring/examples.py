@@ -1,5 +1,8 @@
-"""Run the examples embedded in a rule pack: each rule must match its ``match`` texts and
-must not match its ``no_match`` texts, through the same compiled matcher used for scoring."""
+"""Run the examples embedded in a rule pack.
+
+Each rule must match its ``match`` texts and must not match its ``no_match`` texts, through
+the same compiled matcher used for scoring.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +47,12 @@ def run_examples(pack: RulePack, matcher: Matcher | None = None) -> list[Example
     matcher = matcher or Matcher(pack)
     results = []
     for index, rule in enumerate(pack.rules):
-        for expect, texts in (("match", rule.examples_match), ("no_match", rule.examples_no_match)):
-            for text in texts:
-                hit = any(h.rule == index for h in matcher.match(text))
-                results.append(ExampleResult(rule.label, expect, text, hit == (expect == "match"), rule.line))  # type: ignore[arg-type]
+        cases: list[tuple[Literal["match", "no_match"], str]] = [
+            *(("match", t) for t in rule.examples_match),
+            *(("no_match", t) for t in rule.examples_no_match),
+        ]
+        for expect, text in cases:
+            hit = any(h.rule == index for h in matcher.match(text))
+            ok = hit == (expect == "match")
+            results.append(ExampleResult(rule.label, expect, text, ok, rule.line))
     return results

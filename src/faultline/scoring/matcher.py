@@ -96,12 +96,14 @@ class Matcher:
             for pid in self._main.Match(data) or ():
                 self._record(best, self._main_ids[pid], data)
         if self._has_opening:
-            head = data if len(text) <= self.opening_chars else text[: self.opening_chars].encode("utf-8", "surrogatepass")
+            head = (
+                data
+                if len(text) <= self.opening_chars
+                else text[: self.opening_chars].encode("utf-8", "surrogatepass")
+            )
             for pid in self._opening.Match(head) or ():
                 self._record(best, self._opening_ids[pid], head)
-        hits = [
-            Hit(rule, *_to_chars(data, span, is_ascii)) for rule, span in best.items()
-        ]
+        hits = [Hit(rule, *_to_chars(data, span, is_ascii)) for rule, span in best.items()]
         hits.sort(key=lambda h: (h.start, h.rule))
         return hits
 

@@ -16,7 +16,8 @@ A rule pack is a YAML file::
         summary: an explicit refusal
         patterns: ["I {{cant}} (?:help|assist)"]
         failure_modes: []
-        examples:
+
+Examples:
           match: ["I'm sorry, but I can't help with that."]
           no_match: ["I'm sorry to hear that."]
 
@@ -69,8 +70,16 @@ BUILTIN_PACK_DIR = Path(__file__).parent / "packs"
 _DEFINE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 _RULE_FIELDS = (
-    "label", "kind", "patterns", "weight", "scope", "case_sensitive", "failure_modes",
-    "summary", "description", "examples",
+    "label",
+    "kind",
+    "patterns",
+    "weight",
+    "scope",
+    "case_sensitive",
+    "failure_modes",
+    "summary",
+    "description",
+    "examples",
 )
 _PACK_FIELDS = ("name", "version", "description", "defines", "scoring", "rules")
 
@@ -211,7 +220,9 @@ class _PackReader:
 
     def read(self, doc: Any) -> RulePack:
         if not isinstance(doc, LineDict):
-            raise self.error(f"expected a mapping with name, version and rules, got {describe_value(doc)}", 1)
+            raise self.error(
+                f"expected a mapping with name, version and rules, got {describe_value(doc)}", 1
+            )
         self.check_keys(doc, _PACK_FIELDS, "a rule pack")
         for key in ("name", "version", "rules"):
             if doc.get(key) in (None, ""):
@@ -225,7 +236,11 @@ class _PackReader:
         for item, line in zip(rules_doc, rules_doc.item_lines, strict=True):
             rule = self.read_rule(item, line)
             if rule.label in seen:
-                raise self.error(f"label '{rule.label}' is already used at line {seen[rule.label]}", line, "label")
+                raise self.error(
+                    f"label '{rule.label}' is already used at line {seen[rule.label]}",
+                    line,
+                    "label",
+                )
             seen[rule.label] = line
             rules.append(rule)
         return RulePack(
@@ -242,27 +257,40 @@ class _PackReader:
             if key not in allowed:
                 raise self.error(
                     f"unknown field{did_you_mean(key, allowed)}; {what} has {', '.join(allowed)}",
-                    obj.line_of(key), key,
+                    obj.line_of(key),
+                    key,
                 )
 
     def read_defines(self, doc: LineDict) -> dict[str, str]:
         raw = doc.get("defines") or {}
         if not isinstance(raw, LineDict):
-            raise self.error(f"got {describe_value(raw)}, expected a mapping of name: pattern", doc.line_of("defines"), "defines")
+            raise self.error(
+                f"got {describe_value(raw)}, expected a mapping of name: pattern",
+                doc.line_of("defines"),
+                "defines",
+            )
         out: dict[str, str] = {}
         for key, value in raw.items():
             if not isinstance(value, str):
-                raise self.error(f"got {describe_value(value)}, expected a pattern string", raw.line_of(key), f"defines.{key}")
+                raise self.error(
+                    f"got {describe_value(value)}, expected a pattern string",
+                    raw.line_of(key),
+                    f"defines.{key}",
+                )
             out[key] = self.expand(value, raw.line_of(key), f"defines.{key}", out)
         return out
 
-    def expand(self, pattern: str, line: int, field_name: str, defines: Mapping[str, str] | None = None) -> str:
+    def expand(
+        self, pattern: str, line: int, field_name: str, defines: Mapping[str, str] | None = None
+    ) -> str:
         table = self.defines if defines is None else defines
 
         def sub(m: re.Match[str]) -> str:
             if m.group(1) not in table:
                 hint = did_you_mean(m.group(1), table)
-                raise self.error(f"uses '{{{{{m.group(1)}}}}}', which is not in defines{hint}", line, field_name)
+                raise self.error(
+                    f"uses '{{{{{m.group(1)}}}}}', which is not in defines{hint}", line, field_name
+                )
             return table[m.group(1)]
 
         return _DEFINE.sub(sub, pattern)
@@ -280,7 +308,11 @@ class _PackReader:
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             if not ok or (want_int and (not isinstance(value, int) or value < 1)):
                 expected = "a whole number of 1 or more" if want_int else "a number"
-                raise self.error(f"got {describe_value(value)}, expected {expected}", raw.line_of(key), f"scoring.{key}")
+                raise self.error(
+                    f"got {describe_value(value)}, expected {expected}",
+                    raw.line_of(key),
+                    f"scoring.{key}",
+                )
             values[key] = value if want_int else float(value)
         return ScoringModel(**values)
 
@@ -294,7 +326,11 @@ class _PackReader:
                 raise self.error("is required but missing", at(key), key)
         label = item["label"]
         if not isinstance(label, str) or not _LABEL.match(label):
-            raise self.error(f"got {label!r}, expected lower-case letters, digits, '.', '_' or '-'", at("label"), "label")
+            raise self.error(
+                f"got {label!r}, expected lower-case letters, digits, '.', '_' or '-'",
+                at("label"),
+                "label",
+            )
         kind, scope = item["kind"], item.get("scope", "anywhere")
         if kind not in KINDS:
             raise self.error(f"got {kind!r}, expected {one_of(KINDS)}", at("kind"), "kind")
@@ -302,14 +338,26 @@ class _PackReader:
             raise self.error(f"got {scope!r}, expected {one_of(SCOPES)}", at("scope"), "scope")
         weight = item["weight"]
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 20:
-            raise self.error(f"got {describe_value(weight)}, expected a number above 0 and at most 20", at("weight"), "weight")
+            raise self.error(
+                f"got {describe_value(weight)}, expected a number above 0 and at most 20",
+                at("weight"),
+                "weight",
+            )
         case_sensitive = item.get("case_sensitive", False)
         if not isinstance(case_sensitive, bool):
-            raise self.error(f"got {describe_value(case_sensitive)}, expected true or false", at("case_sensitive"), "case_sensitive")
+            raise self.error(
+                f"got {describe_value(case_sensitive)}, expected true or false",
+                at("case_sensitive"),
+                "case_sensitive",
+            )
         patterns = self.read_patterns(item, at("patterns"))
         examples = item.get("examples") or {}
         if not isinstance(examples, LineDict) or set(examples) - {"match", "no_match"}:
-            raise self.error("expected a mapping with 'match' and/or 'no_match' lists", at("examples"), "examples")
+            raise self.error(
+                "expected a mapping with 'match' and/or 'no_match' lists",
+                at("examples"),
+                "examples",
+            )
         return Rule(
             label=label,
             kind=kind,
@@ -338,17 +386,26 @@ class _PackReader:
             try:
                 compiled = re2.compile(expanded)
             except re2.error as exc:
-                raise self.error(f"RE2 cannot compile {pattern!r}: {exc}", pline, f"patterns[{i}]") from None
+                raise self.error(
+                    f"RE2 cannot compile {pattern!r}: {exc}", pline, f"patterns[{i}]"
+                ) from None
             if compiled.search("") is not None:
                 raise self.error(
                     f"{pattern!r} matches empty text, so it would fire on every response",
-                    pline, f"patterns[{i}]",
+                    pline,
+                    f"patterns[{i}]",
                 )
             out.append(expanded)
         return tuple(out)
 
-    def string_list(self, obj: LineDict, key: str, field_name: str | None = None) -> tuple[str, ...]:
+    def string_list(
+        self, obj: LineDict, key: str, field_name: str | None = None
+    ) -> tuple[str, ...]:
         value = obj.get(key) or []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.error(f"got {describe_value(value)}, expected a list of strings", obj.line_of(key), field_name or key)
+            raise self.error(
+                f"got {describe_value(value)}, expected a list of strings",
+                obj.line_of(key),
+                field_name or key,
+            )
         return tuple(value)
