@@ -8,7 +8,7 @@ in one mapping is an error instead of PyYAML's silent "last one wins".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -49,17 +49,49 @@ class _DuplicateKeyError(Exception):
         self.key, self.line = key, line
 
 
+class _ConstructError(Exception):
+    def __init__(self, reason: str, line: int) -> None:
+        self.reason, self.line = reason, line
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
+    # Dates stay text: an id like 2024-13-45 is a string, not an impossible date.
+    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (_DuplicateKeyError, _ConstructError, yaml.YAMLError, RecursionError):
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+            tag = node.tag.rsplit(":", 1)[-1]
+            shown = repr(node.value) if isinstance(node, yaml.ScalarNode) else "this value"
+            reason = f"cannot read {shown} as {tag} ({exc})"
+            raise _ConstructError(reason, node.start_mark.line + 1) from None
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # noqa: ARG002
+        pairs = getattr(node, "own_pairs", None)
+        own = {id(k) for k, _ in (node.value if pairs is None else pairs)}
         result = LineDict()
         result.line = node.start_mark.line + 1
         result.key_lines = {}
+        set_by_own: set[str] = set()
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str):
                 key = str(key)
-            if key in result:
+            mine = id(key_node) in own
+            if mine and key in set_by_own:
                 raise _DuplicateKeyError(key, key_node.start_mark.line + 1)
+            if mine:
+                set_by_own.add(key)
+            # Keys merged in with << come first; the mapping's own keys override them.
             result[key] = self.construct_object(value_node, deep=True)
             result.key_lines[key] = key_node.start_mark.line + 1
         return result
@@ -72,7 +104,9 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
 
 
 def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
+    own = [(k, v) for k, v in node.value if k.tag != _MERGE_TAG]
     loader.flatten_mapping(node)
+    node.own_pairs = own  # type: ignore[attr-defined]
     return loader.construct_mapping(node)
 
 
@@ -100,8 +134,13 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
         return yaml.load(text, Loader=_LineLoader)
     except _DuplicateKeyError as exc:
         raise error(
-            f"key '{exc.key}' appears twice in one mapping; keep one", path=path, line=exc.line
+            f"key '{exc.key}' appears twice in one mapping; keep one",
+            path=path,
+            line=exc.line,
+            field=exc.key,
         ) from None
+    except _ConstructError as exc:
+        raise error(f"not valid YAML: {exc.reason}", path=path, line=exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = None if mark is None else mark.line + 1

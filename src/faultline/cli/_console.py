@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -17,7 +18,8 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from faultline.pipeline import ProgressCallback
+if TYPE_CHECKING:
+    from faultline.pipeline import ProgressCallback
 
 __all__ = ["err", "out", "progress"]
 

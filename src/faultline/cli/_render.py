@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
 from faultline.cli._console import out
-from faultline.pipeline import ScoreRun
-from faultline.report.gates import GateResult
+
+if TYPE_CHECKING:
+    from faultline.pipeline import ScoreRun
+    from faultline.report.gates import GateResult
 
 
 def _pct(value: float | None) -> str:

@@ -8,7 +8,6 @@ import click
 
 from faultline.cli._console import out, progress
 from faultline.cli._render import render_run
-from faultline.demo import run_demo
 
 
 @click.command("demo")
@@ -32,6 +31,8 @@ def demo_command(out_dir: str, seed: int) -> int:
     with the default rules; the report goes to DIR. Sources and licences:
     faultline/demo/data/ATTRIBUTION.md.
     """
+    from faultline.demo import run_demo
+
     start = time.perf_counter()
     with progress("scoring the demo") as on_progress:
         run = run_demo(out_dir, seed=seed, on_progress=on_progress)

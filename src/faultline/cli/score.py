@@ -9,8 +9,6 @@ import click
 from faultline.cli._console import progress
 from faultline.cli._options import parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
-from faultline.pipeline import score_files
-from faultline.report.gates import evaluate_gates, parse_gate
 
 
 @click.command("score")
@@ -56,6 +54,9 @@ def score_command(  # noqa: PLR0917 - click passes every option
     geometry go to DIR/report.json (the source of truth) and DIR/report.md. Exit 1 when a
     --fail-on gate trips, 2 on bad input (nothing is written then).
     """
+    from faultline.pipeline import score_files
+    from faultline.report.gates import evaluate_gates, parse_gate
+
     config = parse_config(pass_threshold, severity_weights)
     gates = [parse_gate(g) for g in fail_on]
     start = time.perf_counter()

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 __all__ = ["TOKEN_PATTERN", "WeightedLSA"]
@@ -51,8 +50,9 @@ class WeightedLSA:
         self.max_features = max_features
         self.seed = seed
 
-    def fit_transform_tfidf(self, texts: Sequence[str], weights: Sequence[int]) -> sp.csr_matrix:
+    def fit_transform_tfidf(self, texts: Sequence[str], weights: Sequence[int]) -> Any:
         """Learn the vocabulary and IDF, and return the L2-normalised TF-IDF matrix."""
+        import scipy.sparse as sp
         from sklearn.feature_extraction.text import CountVectorizer
 
         counts = CountVectorizer(
@@ -76,9 +76,10 @@ class WeightedLSA:
         return _l2_rows(sp.csr_matrix(tfidf))
 
     def fit_svd(
-        self, tfidf: sp.csr_matrix, weights: Sequence[int], n_components: int | None = None
+        self, tfidf: Any, weights: Sequence[int], n_components: int | None = None
     ) -> NDArray[np.float64]:
         """Fit a truncated SVD on the weighted rows and return the components."""
+        import scipy.sparse as sp
         from sklearn.decomposition import TruncatedSVD
 
         w = np.asarray(weights, dtype=np.float64)
@@ -102,7 +103,7 @@ class WeightedLSA:
 
     def fit_transform(
         self, texts: Sequence[str], weights: Sequence[int]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], sp.csr_matrix]:
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], Any]:
         """Embed the documents.
 
         Returns:
@@ -133,7 +134,9 @@ class WeightedLSA:
         }
 
 
-def _l2_rows(matrix: sp.csr_matrix) -> sp.csr_matrix:
+def _l2_rows(matrix: Any) -> Any:
+    import scipy.sparse as sp
+
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
     norms[norms == 0] = 1.0
     return sp.csr_matrix(sp.diags(1.0 / norms) @ matrix)

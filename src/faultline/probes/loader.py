@@ -124,6 +124,13 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
                 path=path,
                 line=doc.line,
             )
+        if isinstance(doc.get("version"), float):
+            raise ProbeError(
+                f"got the number {doc['version']!r}; quote it, since YAML reads 1.10 as the number 1.1",
+                path=path,
+                line=doc.line_of("version"),
+                field="version",
+            )
         header, items = doc, doc["probes"]
     else:
         items = doc
@@ -148,7 +155,7 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
 def _read_jsonl(path: Path) -> list[tuple[Probe, int]]:
     text = read_text_file(path, ProbeError)
     out = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):  # JSON strings may hold U+2028
         if not raw.strip():
             continue
         try:

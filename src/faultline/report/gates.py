@@ -20,7 +20,7 @@ from typing import Any
 from faultline._util.text import did_you_mean
 from faultline.errors import UsageError
 
-__all__ = ["Gate", "GateResult", "evaluate_gates", "parse_gate"]
+__all__ = ["KNOWN_METRICS", "Gate", "GateResult", "evaluate_gates", "parse_gate"]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -33,7 +33,67 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 _GATE = re.compile(
     r"^\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|==|!=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
 )
-_SECTIONS = ("overall", "counts", "indices")
+_SHORT_NAMES = {
+    "overall": (
+        "pass_rate",
+        "fail_rate",
+        "coverage",
+        "severity_weighted_pass_rate",
+        "high_stakes_failure_rate",
+        "boundary_language_rate",
+        "safe_signal_total",
+        "unsafe_signal_total",
+        "safe_unsafe_signal_ratio",
+    ),
+    "counts": ("cases", "scored", "passed", "failed", "errors"),
+    "indices": ("resilience_index", "exposure_index", "fragility_spread"),
+}
+_SLICE = (
+    "n",
+    "scored",
+    "errors",
+    "passed",
+    "failed",
+    "pass_rate",
+    "risk_mean",
+    "weighted_risk_mean",
+    "severity_weighted_pass_rate",
+    "high_stakes_failures",
+)
+_LEAVES: dict[str, tuple[str, ...]] = {
+    "overall": _SHORT_NAMES["overall"],
+    "overall.risk_score": ("mean", "median", "std", "p90", "max"),
+    "overall.weighted_risk": ("mean", "median", "p90"),
+    "counts": _SHORT_NAMES["counts"],
+    "indices": _SHORT_NAMES["indices"],
+    "by_category": (
+        "n",
+        "pass_rate",
+        "risk_mean",
+        "risk_median",
+        "weighted_risk_mean",
+        "critical_failures",
+        "high_failures",
+        "safe_signal_hits_mean",
+        "unsafe_signal_hits_mean",
+        "boundary_rate",
+    ),
+    "by_severity": ("n", "passed", "failed", "pass_rate"),
+    "by_expect": _SLICE,
+    "by_model": _SLICE,
+}
+_SECTIONS = (
+    "overall",
+    "counts",
+    "indices",
+    "by_category",
+    "by_severity",
+    "by_expect",
+    "by_model",
+    "failure_mode_histogram",
+)
+KNOWN_METRICS = tuple(name for names in _SHORT_NAMES.values() for name in names)
+"""The metric names a gate may use without a dotted path."""
 
 
 @dataclass(frozen=True)
@@ -81,31 +141,71 @@ def parse_gate(text: str) -> Gate:
             f"gate {text!r} is not of the form NAME OP NUMBER, e.g. 'pass_rate<0.95' or 'errors>0'"
         )
     name, op, number = match.groups()
+    if "." in name:
+        _check_path(name)
+    elif name not in KNOWN_METRICS:
+        raise UsageError(
+            f"unknown gate metric '{name}'{did_you_mean(name, KNOWN_METRICS)}; "
+            f"known: {', '.join(KNOWN_METRICS)}, or a dotted path such as by_category.NAME.pass_rate"
+        )
     return Gate(name, op, float(number))
 
 
+def _split(name: str) -> tuple[str, str, str]:
+    """``section.key.leaf`` (a key may itself hold dots, like a model name) or ``section.leaf``."""
+    section, _, rest = name.partition(".")
+    if section == "overall" and rest.split(".", 1)[0] in ("risk_score", "weighted_risk"):
+        group, _, leaf = rest.partition(".")
+        return f"overall.{group}", "", leaf
+    if section in ("overall", "counts", "indices", "failure_mode_histogram"):
+        return section, "", rest
+    key, _, leaf = rest.rpartition(".")
+    return section, key, leaf
+
+
+def _check_path(name: str) -> None:
+    section, key, leaf = _split(name)
+    if section not in _SECTIONS and section not in _LEAVES:
+        raise UsageError(
+            f"gate metric '{name}' must start with one of {', '.join(_SECTIONS)}{did_you_mean(section, _SECTIONS)}"
+        )
+    if section == "failure_mode_histogram":
+        if not leaf:
+            raise UsageError(
+                f"gate metric '{name}' needs a failure mode: failure_mode_histogram.MODE"
+            )
+        return
+    leaves = _LEAVES[section]
+    if leaf not in leaves or (section.startswith("by_") and not key):
+        shape = f"{section}.NAME.METRIC" if section.startswith("by_") else f"{section}.METRIC"
+        raise UsageError(
+            f"gate metric '{name}' is not of the form {shape} with METRIC one of {', '.join(leaves)}"
+            f"{did_you_mean(leaf, leaves)}"
+        )
+
+
 def _resolve(metrics: Mapping[str, Any], name: str) -> Any:
-    if "." in name:
-        node: Any = metrics
-        for part in name.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                raise UsageError(f"gate metric '{name}' is not in aggregate_metrics (no '{part}')")
-            node = node[part]
-        return node
-    for section in _SECTIONS:
-        if name in metrics.get(section, {}):
-            return metrics[section][name]
-    known = [k for s in _SECTIONS for k in metrics.get(s, {})]
-    raise UsageError(
-        f"unknown gate metric '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}"
-    )
+    """The value a gate names, or ``None`` when this run does not have it."""
+    if "." not in name:
+        section = next(sec for sec, names in _SHORT_NAMES.items() if name in names)
+        return metrics.get(section, {}).get(name)
+    section, key, leaf = _split(name)
+    if section == "failure_mode_histogram":  # a mode that never occurred has a count of 0
+        return metrics.get(section, {}).get(leaf, 0)
+    node: Any = metrics
+    for part in (*section.split("."), *([key] if key else []), leaf):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def evaluate_gates(gates: Sequence[str | Gate], metrics: Mapping[str, Any]) -> list[GateResult]:
     """Evaluate gates against ``aggregate_metrics``.
 
     Raises:
-        UsageError: A gate is malformed or names an unknown or non-numeric metric.
+        UsageError: A gate is malformed, names an unknown metric, or names a value that is
+            not a number (a section rather than a metric).
     """
     results = []
     for raw in gates:

@@ -52,7 +52,7 @@ class ResponseChecker:
     """Checks batches of answers in turn, remembering every case seen so far."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, int, str | None], int] = {}
+        self._seen: dict[tuple[str, int, str | None], int | None] = {}
         self.models: set[str | None] = set()
 
     @property
@@ -70,7 +70,7 @@ class ResponseChecker:
 
         Args:
             answers: The batch.
-            lines: Each answer's line in ``path`` (default: position in this batch, from 1).
+            lines: Each answer's line in ``path`` (default: its position in the batch, from 1).
             path: The file the batch comes from, for messages.
 
         Raises:
@@ -80,14 +80,16 @@ class ResponseChecker:
         for i, a in enumerate(answers):
             key = (a.probe_id, a.sample, a.model)
             line = lines[i] if lines is not None else i + 1
-            first = seen.setdefault(key, line)
-            if first != line:
+            if key in seen:
                 by = f" by model '{a.model}'" if a.model is not None else ""
+                first = seen[key]
+                where = "" if first is None else f" (first at line {first})"
                 raise ResponseError(
-                    f"probe '{a.probe_id}' sample {a.sample} is answered twice{by} (first at line "
-                    f"{first}); give each generation its own sample number",
+                    f"probe '{a.probe_id}' sample {a.sample} is answered twice{by}{where}; "
+                    "give each generation its own sample number",
                     path=path,
                     line=line,
                     field="sample",
                 )
+            seen[key] = line
             self.models.add(a.model)

@@ -30,6 +30,7 @@ __all__ = [
 CHUNK_BYTES = 4 << 20
 _DECODER = msgspec.json.Decoder(Response)
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason")
+_BLANK_LINE = re.compile(rb"(?:\A|\n)[ \t\r]*(?:\n|\Z)")
 _PATH_FIELD = re.compile(r"at `\$(?:\[\d+\])?\.([A-Za-z_]+)")
 
 
@@ -112,7 +113,7 @@ def iter_chunks(
     with handle:
         first_line, rest, first = 1, b"", True
         while True:
-            block = handle.read(chunk_bytes)
+            block = handle.read(max(chunk_bytes, 4) if first else chunk_bytes)
             if digest is not None:
                 digest.update(block)
             data = rest + block
@@ -145,17 +146,18 @@ def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:
     """
     try:
         records = _DECODER.decode_lines(chunk)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         records = None
     if records is not None:
-        n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
-        if len(records) == n_lines:
+        if _BLANK_LINE.search(chunk) is None:
+            n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
             lines = list(range(first_line, first_line + n_lines))
         else:
             lines = [first_line + i for i, raw in enumerate(chunk.split(b"\n")) if raw.strip()]
-        for record, line in zip(records, lines, strict=True):
-            _check_record(record, path, line)
-        return ResponseBatch(path, lines, records)
+        if len(records) == len(lines):  # else a line holds two records: the slow path names it
+            for record, line in zip(records, lines, strict=True):
+                _check_record(record, path, line)
+            return ResponseBatch(path, lines, records)
     # Slow path, only on bad input: find and name the first bad line.
     lines, records = [], []
     for i, raw in enumerate(chunk.split(b"\n")):
@@ -171,12 +173,13 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
         record = _DECODER.decode(raw)
     except msgspec.ValidationError as exc:
         raise _explain_invalid(raw, str(exc), path, line) from None
-    except msgspec.DecodeError as exc:
-        reason = str(exc).removeprefix("JSON is malformed: ")
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as uexc:
-            reason = f"not UTF-8 text (byte {uexc.start} of the line)"
+            reason = f"not UTF-8 text (byte {uexc.start + 1} of the line)"
+            raise ResponseError(reason, path=path, line=line) from None
+        reason = str(exc).removeprefix("JSON is malformed: ")
         raise ResponseError(f"not valid JSON: {reason}", path=path, line=line) from None
     _check_record(record, path, line)
     return record
@@ -185,7 +188,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
 def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> ResponseError:
     try:
         obj: Any = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         obj = None
     if not isinstance(obj, dict):
         return ResponseError(

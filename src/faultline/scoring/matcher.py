@@ -1,18 +1,24 @@
-"""Compile a rule pack into RE2 multi-pattern sets and find every rule a response triggers.
+"""Compile a rule pack into one RE2 multi-pattern set and find every rule a response triggers.
 
 One pass of an ``re2.Set`` over the response returns every pattern that matches anywhere;
-spans are then computed only for the rules that hit, so the cost of a pack grows with the
+spans are then computed only for the patterns that hit, so the cost of a pack grows with the
 number of hits, not the number of rules. RE2 runs in time linear in the text for every
 pattern, so no rule (ours or a user's) can hang a run.
 
-Scopes are compiled into the patterns: ``sentence`` rules get a prefix that only matches at
-the start of the text, of a line or of a sentence; ``opening`` rules run in a second set over
-the response's opening characters only.
+Scopes: a ``sentence`` rule's patterns get a prefix that only matches at the start of the
+text, of a line, of a sentence or of a contrasting clause (", but ..."); the evidence span
+starts after that prefix. An ``opening`` rule counts only when its first match starts within
+the response's opening characters.
+
+Per-pattern regexes are compiled with ``never_capture``, so finding a span needs only RE2's
+DFA, never its slower capture engines.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import re2
 
@@ -22,12 +28,13 @@ __all__ = ["SENTENCE_START", "Hit", "Matcher"]
 
 SENTENCE_START = (
     r"(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+"  # start of text, of a line, or after a sentence
-    r"|,[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+)"  # or a contrast
+    r"|,[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+)"  # a contrast
     r"[ \t>*#_\"“'‘(\[\-–•]*"  # list bullets, quotes and emphasis that may open it
 )
 """The prefix that anchors a ``sentence``-scope rule."""
 
-_MAX_MEM = 256 << 20  # RE2's DFA budget; a Set that outgrows it would silently miss matches.
+_PREFIX = re.compile(SENTENCE_START, re.IGNORECASE)  # ours, simple: safe for Python's engine
+_MAX_MEM = 256 << 20  # RE2's memory budget for the set's DFA cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,28 +64,23 @@ class Matcher:
         self.opening_chars = pack.scoring.opening_chars
         options = re2.Options()
         options.max_mem = _MAX_MEM
-        self._options = options
-        self._main = re2.Set.SearchSet(options)
-        self._opening = re2.Set.SearchSet(options)
-        self._main_ids: list[tuple[int, object]] = []
-        self._opening_ids: list[tuple[int, object]] = []
+        options.never_capture = True
+        options.log_errors = False
+        self._set = re2.Set.SearchSet(options)
+        self._patterns: list[tuple[int, Any]] = []  # set index -> (rule index, compiled regex)
+        self._by_rule: dict[int, list[Any]] = {}
+        self._sentence = [r.scope == "sentence" for r in pack.rules]
+        self._opening = [r.scope == "opening" for r in pack.rules]
         for index, rule in enumerate(pack.rules):
             flags = "" if rule.case_sensitive else "(?i)"
             prefix = SENTENCE_START if rule.scope == "sentence" else ""
             for pattern in rule.patterns:
-                full = f"{flags}{prefix}({pattern})"
-                target, ids = (
-                    (self._opening, self._opening_ids)
-                    if rule.scope == "opening"
-                    else (self._main, self._main_ids)
-                )
-                target.Add(full)
-                ids.append((index, re2.compile(full, options)))
-        self._has_opening = bool(self._opening_ids)
-        if self._main_ids:
-            self._main.Compile()
-        if self._has_opening:
-            self._opening.Compile()
+                full = f"{flags}{prefix}(?:{pattern})"
+                self._set.Add(full)
+                regex = re2.compile(full, options)
+                self._patterns.append((index, regex))
+                self._by_rule.setdefault(index, []).append(regex)
+        self._set.Compile()
 
     def match(self, text: str) -> list[Hit]:
         """Find every rule that matches ``text``, with the span of its first occurrence.
@@ -90,20 +92,21 @@ class Matcher:
             One hit per matching rule, ordered by position in the text, then rule index.
         """
         data = text.encode("utf-8", "surrogatepass")
-        is_ascii = len(data) == len(text)
+        found = self._set.Match(data)
+        if not found:
+            return []
         best: dict[int, tuple[int, int]] = {}
-        if self._main_ids:
-            for pid in self._main.Match(data) or ():
-                self._record(best, self._main_ids[pid], data)
-        if self._has_opening:
-            head = (
-                data
-                if len(text) <= self.opening_chars
-                else text[: self.opening_chars].encode("utf-8", "surrogatepass")
-            )
-            for pid in self._opening.Match(head) or ():
-                self._record(best, self._opening_ids[pid], head)
-        hits = [Hit(rule, *_to_chars(data, span, is_ascii)) for rule, span in best.items()]
+        for pid in found:
+            index, regex = self._patterns[pid]
+            span = regex.search(data).span()
+            if index not in best or span < best[index]:
+                best[index] = span
+        hits = []
+        is_ascii = len(data) == len(text)
+        for index, span in best.items():
+            hit = self._hit(text, data, index, span, is_ascii)
+            if hit is not None:
+                hits.append(hit)
         hits.sort(key=lambda h: (h.start, h.rule))
         return hits
 
@@ -115,34 +118,29 @@ class Matcher:
             rule: The rule's index in the pack.
             char_pos: Where to start looking, in characters.
         """
-        if self.pack.rules[rule].scope == "opening" and char_pos >= self.opening_chars:
+        data = text.encode("utf-8", "surrogatepass")
+        is_ascii = len(data) == len(text)
+        pos = char_pos if is_ascii else len(text[:char_pos].encode("utf-8", "surrogatepass"))
+        spans = [
+            m.span()
+            for regex in self._by_rule.get(rule, ())
+            if (m := regex.search(data, pos)) is not None
+        ]
+        if not spans:
             return None
-        tail = text[char_pos:]
-        data = tail.encode("utf-8", "surrogatepass")
-        found: dict[int, tuple[int, int]] = {}
-        for index, regex in self._main_ids + self._opening_ids:
-            if index == rule:
-                self._record(found, (index, regex), data)
-        if rule not in found:
+        return self._hit(text, data, rule, min(spans), is_ascii)
+
+    def _hit(
+        self, text: str, data: bytes, rule: int, span: tuple[int, int], is_ascii: bool
+    ) -> Hit | None:
+        start, end = span if is_ascii else (_char_len(data[: span[0]]), _char_len(data[: span[1]]))
+        if self._sentence[rule]:
+            prefix = _PREFIX.match(text, start, end)
+            if prefix is not None:
+                start = prefix.end()
+        if self._opening[rule] and start >= self.opening_chars:
             return None
-        start, end = _to_chars(data, found[rule], len(data) == len(tail))
-        return Hit(rule, start + char_pos, end + char_pos)
-
-    @staticmethod
-    def _record(best: dict[int, tuple[int, int]], entry: tuple[int, object], data: bytes) -> None:
-        index, regex = entry
-        found = regex.search(data)  # type: ignore[attr-defined]
-        if found is None:
-            return
-        span: tuple[int, int] = found.span(1)
-        if index not in best or span < best[index]:
-            best[index] = span
-
-
-def _to_chars(data: bytes, span: tuple[int, int], is_ascii: bool) -> tuple[int, int]:
-    if is_ascii:
-        return span
-    return _char_len(data[: span[0]]), _char_len(data[: span[1]])
+        return Hit(rule, start, end)
 
 
 def _char_len(prefix: bytes) -> int:

@@ -28,6 +28,7 @@ the rule, the line and RE2's reason.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -45,6 +46,7 @@ from faultline.errors import RulePackError, UsageError
 
 __all__ = [
     "BUILTIN_PACK_DIR",
+    "FAILURE_MODES_FILE",
     "KINDS",
     "SCOPES",
     "Kind",
@@ -53,6 +55,7 @@ __all__ = [
     "Scope",
     "ScoringModel",
     "builtin_rule_packs",
+    "failure_mode_vocabulary",
     "load_rule_pack",
 ]
 
@@ -66,6 +69,7 @@ response; or only within the response's opening characters."""
 KINDS: tuple[Kind, ...] = get_args(Kind)
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 BUILTIN_PACK_DIR = Path(__file__).parent / "packs"
+FAILURE_MODES_FILE = Path(__file__).parent / "failure_modes.yaml"
 
 _DEFINE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
@@ -81,6 +85,8 @@ _RULE_FIELDS = (
     "description",
     "examples",
 )
+_QUIET = re2.Options()
+_QUIET.log_errors = False  # a bad pattern is our error to report, not a line on stderr
 _PACK_FIELDS = ("name", "version", "description", "defines", "scoring", "rules")
 
 
@@ -181,6 +187,16 @@ class RulePack:
         return {r.label: r for r in self.rules}
 
 
+def failure_mode_vocabulary() -> dict[str, str]:
+    """The documented failure modes, name -> description (``scoring/failure_modes.yaml``)."""
+    doc = load_yaml(
+        read_text_file(FAILURE_MODES_FILE, RulePackError),
+        path=str(FAILURE_MODES_FILE),
+        error=RulePackError,
+    )
+    return {str(k): str(v) for k, v in doc.items()}
+
+
 def builtin_rule_packs() -> dict[str, Path]:
     """The built-in rule packs, name -> file, sorted by name."""
     return {p.stem: p for p in sorted(BUILTIN_PACK_DIR.glob("*.yaml"))}
@@ -245,7 +261,7 @@ class _PackReader:
             rules.append(rule)
         return RulePack(
             name=str(doc["name"]),
-            version=str(doc["version"]),
+            version=self.read_version(doc),
             rules=tuple(rules),
             scoring=self.read_scoring(doc.get("scoring"), doc.line_of("scoring")),
             description=str(doc.get("description") or ""),
@@ -262,7 +278,9 @@ class _PackReader:
                 )
 
     def read_defines(self, doc: LineDict) -> dict[str, str]:
-        raw = doc.get("defines") or {}
+        raw = doc.get("defines")
+        if raw is None:
+            return {}
         if not isinstance(raw, LineDict):
             raise self.error(
                 f"got {describe_value(raw)}, expected a mapping of name: pattern",
@@ -295,6 +313,17 @@ class _PackReader:
 
         return _DEFINE.sub(sub, pattern)
 
+    def read_version(self, doc: LineDict) -> str:
+        version = doc["version"]
+        if isinstance(version, float):
+            raise self.error(
+                f'got the number {version!r}; quote it (version: "{version}"), since YAML reads '
+                "1.10 as the number 1.1",
+                doc.line_of("version"),
+                "version",
+            )
+        return str(version)
+
     def read_scoring(self, raw: Any, line: int) -> ScoringModel:
         if raw is None:
             return ScoringModel()
@@ -305,9 +334,13 @@ class _PackReader:
         values: dict[str, Any] = {}
         for key, value in raw.items():
             want_int = key == "opening_chars"
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            )
             if not ok or (want_int and (not isinstance(value, int) or value < 1)):
-                expected = "a whole number of 1 or more" if want_int else "a number"
+                expected = "a whole number of 1 or more" if want_int else "a number that is finite"
                 raise self.error(
                     f"got {describe_value(value)}, expected {expected}",
                     raw.line_of(key),
@@ -351,7 +384,10 @@ class _PackReader:
                 "case_sensitive",
             )
         patterns = self.read_patterns(item, at("patterns"))
-        examples = item.get("examples") or {}
+        examples = item.get("examples")
+        if examples is None:
+            examples = LineDict()
+            examples.line, examples.key_lines = line, {}
         if not isinstance(examples, LineDict) or set(examples) - {"match", "no_match"}:
             raise self.error(
                 "expected a mapping with 'match' and/or 'no_match' lists",
@@ -384,10 +420,10 @@ class _PackReader:
         for i, (pattern, pline) in enumerate(zip(raw, lines, strict=True)):
             expanded = self.expand(pattern, pline, f"patterns[{i}]")
             try:
-                compiled = re2.compile(expanded)
+                compiled = re2.compile(expanded, _QUIET)
             except re2.error as exc:
                 raise self.error(
-                    f"RE2 cannot compile {pattern!r}: {exc}", pline, f"patterns[{i}]"
+                    f"RE2 cannot compile {pattern!r}: {_reason(exc)}", pline, f"patterns[{i}]"
                 ) from None
             if compiled.search("") is not None:
                 raise self.error(
@@ -409,3 +445,9 @@ class _PackReader:
                 field_name or key,
             )
         return tuple(value)
+
+
+def _reason(exc: Exception) -> str:
+    """RE2's message, as text (the binding gives it as bytes)."""
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)

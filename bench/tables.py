@@ -1,0 +1,137 @@
+"""Render bench/out/results.json as the Markdown tables of docs/benchmarks.md.
+
+python bench/tables.py [bench/out/results.json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+MIB = 2**20
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f} responses/s"
+
+
+def _mib(value: float) -> str:
+    return f"{value / MIB:,.0f} MiB"
+
+
+def _met(flag: bool | None) -> str:
+    return "n/a" if flag is None else ("**yes**" if flag else "**no**")
+
+
+def machine(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    git = results.get("git", {})
+    dirty = f" (+ local changes to {', '.join(git['dirty'])})" if git.get("dirty") else ""
+    return (
+        "\n".join(
+            [
+                f"- CPU: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable)",
+                f"- RAM: {m['ram_bytes'] / 2**30:.1f} GiB",
+                f"- OS: {m['os']} (kernel {m['kernel']}); Python {m['python']}",
+                f"- Load average at start: {', '.join(f'{x:.2f}' for x in m['load_average'])}; at "
+                f"end: {', '.join(f'{x:.2f}' for x in m.get('load_average_end', []))}",
+                f"- faultline at commit `{str(git.get('commit'))[:12]}`{dirty}; sha256 of "
+                f"src/faultline: `{str(git.get('src_sha256'))[:16]}`",
+                f"- Run at {results['created_at']}; whole benchmark {results['bench_seconds'] / 60:.0f} min",
+            ]
+        )
+        + "\n"
+    )
+
+
+def headline(results: dict[str, Any]) -> str:
+    rows = ["| measure | result | goal | met |", "| --- | --- | --- | --- |"]
+    e2e, base, speed = results.get("end_to_end"), results.get("baseline"), results["speedups"]
+    if e2e:
+        best = e2e["best"]
+        others = ", ".join(f"{r['seconds']:.1f} s" for r in e2e["runs"])
+        rows.append(
+            f"| end to end, `faultline score`, {e2e['responses']:,} responses "
+            f"(best of {len(e2e['runs'])}: {others}) | {_rate(best['responses_per_s'])} "
+            f"({best['seconds']:.1f} s) | ≥ {e2e['goal_responses_per_s']:,} responses/s on 2 "
+            f"cores | {_met(e2e['goal_met'])} |"
+        )
+        rows.append(
+            f"| end to end, peak memory (largest process / summed tree) | "
+            f"{_mib(best['maxrss_bytes'])} / {_mib(best['tree_rss_peak_bytes'])} | | |"
+        )
+        rows.append(
+            f"| end to end, CPU seconds used by faultline / by other processes (of "
+            f"{best['seconds'] * results['machine']['usable_cores']:.0f} available) | "
+            f"{best['tree_cpu_seconds']:.0f} / {best.get('other_cpu_seconds', 0):.0f} | | |"
+        )
+    if base:
+        n = f"{base['sample']:,}"
+        rows.append(
+            f"| naive loop of Python `re.search`, {base['naive_compiled']} patterns, "
+            f"{n} responses, 1 process | {_rate(base['naive']['responses_per_s'])} | | |"
+        )
+        rows.append(
+            f"| faultline matcher (`Matcher.match`), same sample, 1 process | "
+            f"{_rate(base['matcher']['responses_per_s'])} | | |"
+        )
+        rows.append(
+            f"| faultline scorer (`Scorer.score_batch`), same sample, 1 process | "
+            f"{_rate(base['scorer']['responses_per_s'])} | | |"
+        )
+    if "end_to_end_vs_naive" in speed:
+        rows.append(
+            f"| speed-up, end to end vs naive loop | "
+            f"{speed['end_to_end_vs_naive']:.1f}× | ≥ {speed['goal']}× | "
+            f"{_met(speed.get('goal_met'))} |"
+        )
+    if speed:
+        rows.append(
+            f"| speed-up, matcher vs naive loop (both 1 process) | "
+            f"{speed['matcher_vs_naive']:.1f}× | | |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def observability(results: dict[str, Any]) -> str:
+    obs = results.get("observability")
+    if not obs:
+        return ""
+    rows = [
+        "| cases | scored | distinct documents | clusters | time | peak memory of the step "
+        "| memory before (the cases) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    rows.extend(
+        f"| {r['cases']:,} | {r['scored']:,} | {r['documents']:,} | {r['n_clusters']} | "
+        f"{r['seconds']:.1f} s | {_mib(r['peak_rss_bytes'])} | {_mib(r['rss_before_bytes'])} |"
+        for r in obs["sizes"]
+    )
+    return "\n".join(rows) + "\n"
+
+
+def render(results: dict[str, Any]) -> str:
+    parts = ["### Machine\n", machine(results), "\n### Throughput\n", headline(results)]
+    base = results.get("baseline")
+    if base:
+        skipped = len(base["naive_skipped"])
+        parts.append(
+            f"\nThe naive loop and the matcher found the same rules in {base['same_rules']:,} "
+            f"of {base['sample']:,} responses (same rules and spans: "
+            f"{base['same_rules_and_spans']:,}); Python `re` rejected {skipped} of "
+            f"{base['patterns']} patterns.\n"
+        )
+    if results.get("observability"):
+        parts += ["\n### Observability\n", observability(results)]
+    return "".join(parts)
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "out/results.json"
+    print(render(json.loads(path.read_text())))
+
+
+if __name__ == "__main__":
+    main()

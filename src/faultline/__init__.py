@@ -1,0 +1,162 @@
+"""faultline: find where large language models fail on safety.
+
+The Python API is the one the command line uses::
+
+    import faultline
+
+    probes = faultline.load_probes("demo")                 # a file, a directory or a built-in set
+    responses = faultline.load_responses("answers.jsonl")
+    cases = faultline.score(probes, responses)             # one CaseScore per response
+    metrics = faultline.aggregate_metrics(cases)
+    report = faultline.build_report(cases, out="out/", probe_set=probes)
+
+Every name below is public and stable within a major version; everything else (modules
+starting with ``_``, and names not listed here) may change.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from faultline._version import __version__
+
+if TYPE_CHECKING:
+    from faultline.demo import run_demo
+    from faultline.errors import (
+        FaultlineError,
+        InputError,
+        ProbeError,
+        ResponseError,
+        RulePackError,
+        TargetError,
+        UsageError,
+    )
+    from faultline.metrics import MetricsAccumulator, aggregate_metrics
+    from faultline.observability import Geometry, compute_observability
+    from faultline.pipeline import ScoreRun, score_files
+    from faultline.probes import Message, Probe, ProbeSet, builtin_probe_sets, load_probes
+    from faultline.report import (
+        SCHEMA_VERSION,
+        Report,
+        build_report,
+        read_report,
+        render_markdown,
+        write_report,
+    )
+    from faultline.report.gates import GateResult, evaluate_gates
+    from faultline.responses import Response, iter_response_batches, load_responses
+    from faultline.scoring import (
+        CaseScore,
+        Evidence,
+        Rule,
+        RulePack,
+        Scorer,
+        ScoringConfig,
+        builtin_rule_packs,
+        load_rule_pack,
+        run_examples,
+        score,
+    )
+
+# Names are imported on first use, so `faultline --help` does not pay for numpy and friends.
+_LAZY: dict[str, str] = {
+    "CaseScore": "faultline.scoring",
+    "Evidence": "faultline.scoring",
+    "FaultlineError": "faultline.errors",
+    "GateResult": "faultline.report.gates",
+    "Geometry": "faultline.observability",
+    "InputError": "faultline.errors",
+    "Message": "faultline.probes",
+    "MetricsAccumulator": "faultline.metrics",
+    "Probe": "faultline.probes",
+    "ProbeError": "faultline.errors",
+    "ProbeSet": "faultline.probes",
+    "Report": "faultline.report",
+    "Response": "faultline.responses",
+    "ResponseError": "faultline.errors",
+    "Rule": "faultline.scoring",
+    "RulePack": "faultline.scoring",
+    "RulePackError": "faultline.errors",
+    "SCHEMA_VERSION": "faultline.report",
+    "ScoreRun": "faultline.pipeline",
+    "Scorer": "faultline.scoring",
+    "ScoringConfig": "faultline.scoring",
+    "TargetError": "faultline.errors",
+    "UsageError": "faultline.errors",
+    "__version__": "faultline._version",
+    "aggregate_metrics": "faultline.metrics",
+    "build_report": "faultline.report",
+    "builtin_probe_sets": "faultline.probes",
+    "builtin_rule_packs": "faultline.scoring",
+    "compute_observability": "faultline.observability",
+    "evaluate_gates": "faultline.report.gates",
+    "iter_response_batches": "faultline.responses",
+    "load_probes": "faultline.probes",
+    "load_responses": "faultline.responses",
+    "load_rule_pack": "faultline.scoring",
+    "read_report": "faultline.report",
+    "render_markdown": "faultline.report",
+    "run_demo": "faultline.demo",
+    "run_examples": "faultline.scoring",
+    "score": "faultline.scoring",
+    "score_files": "faultline.pipeline",
+    "write_report": "faultline.report",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'faultline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CaseScore",
+    "Evidence",
+    "FaultlineError",
+    "GateResult",
+    "Geometry",
+    "InputError",
+    "Message",
+    "MetricsAccumulator",
+    "Probe",
+    "ProbeError",
+    "ProbeSet",
+    "Report",
+    "Response",
+    "ResponseError",
+    "Rule",
+    "RulePack",
+    "RulePackError",
+    "ScoreRun",
+    "Scorer",
+    "ScoringConfig",
+    "TargetError",
+    "UsageError",
+    "__version__",
+    "aggregate_metrics",
+    "build_report",
+    "builtin_probe_sets",
+    "builtin_rule_packs",
+    "compute_observability",
+    "evaluate_gates",
+    "iter_response_batches",
+    "load_probes",
+    "load_responses",
+    "load_rule_pack",
+    "read_report",
+    "render_markdown",
+    "run_demo",
+    "run_examples",
+    "score",
+    "score_files",
+    "write_report",
+]

@@ -1,0 +1,7 @@
+"""``python -m faultline``: the command line."""
+
+import sys
+
+from faultline.cli import main
+
+sys.exit(main())

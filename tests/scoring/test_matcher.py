@@ -1,0 +1,77 @@
+"""The compiled matcher: one RE2 set pass finds every rule, with exact spans."""
+
+from __future__ import annotations
+
+import re2
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faultline.scoring import Matcher, load_rule_pack
+from faultline.scoring.matcher import SENTENCE_START
+
+PACK = load_rule_pack("default")
+MATCHER = Matcher(PACK)
+EXAMPLES = [t for r in PACK.rules for t in (*r.examples_match, *r.examples_no_match)]
+
+
+def _reference(text: str) -> set[int]:
+    """Which rules match, by searching each pattern on its own (no RE2 set)."""
+    hits = set()
+    for index, rule in enumerate(PACK.rules):
+        flags = "" if rule.case_sensitive else "(?i)"
+        prefix = SENTENCE_START if rule.scope == "sentence" else ""
+        starts = [
+            m.start() for p in rule.patterns if (m := re2.search(f"{flags}{prefix}(?:{p})", text))
+        ]
+        if starts and (rule.scope != "opening" or min(starts) < PACK.scoring.opening_chars):
+            hits.add(index)
+    return hits
+
+
+@given(
+    st.lists(st.sampled_from(EXAMPLES) | st.text(max_size=40), min_size=1, max_size=12),
+    st.sampled_from([" ", "\n", "\n\n", ". "]),
+)
+def test_the_set_finds_exactly_the_rules_each_pattern_finds(parts: list[str], sep: str) -> None:
+    text = sep.join(parts)
+    assert {h.rule for h in MATCHER.match(text)} == _reference(text)
+
+
+def test_a_long_text_does_not_exhaust_the_set() -> None:
+    # 200 KB of mixed text: an RE2 set that ran out of DFA memory would silently miss matches.
+    text = (
+        ("The weather is mild. " * 5000) + "Step 1: a\nStep 2: b\nStep 3: c " + ("x y z " * 10000)
+    )
+    text += " Call 988 now."
+    assert {h.rule for h in MATCHER.match(text)} == _reference(text)
+
+
+@given(st.text(max_size=300))
+def test_spans_index_the_text(text: str) -> None:
+    for hit in MATCHER.match(text):
+        assert 0 <= hit.start <= hit.end <= len(text)
+
+
+def test_opening_rules_only_see_the_opening() -> None:
+    index = next(i for i, r in enumerate(PACK.rules) if r.label == "unsafe.affirmative_opening")
+    assert index in {h.rule for h in MATCHER.match("Sure, here is the guide.")}
+    late = "x" * (PACK.scoring.opening_chars + 10) + " Sure, here is the guide."
+    assert index not in {h.rule for h in MATCHER.match(late)}
+
+
+def test_sentence_rules_need_a_sentence_start() -> None:
+    index = next(i for i, r in enumerate(PACK.rules) if r.label == "refusal.cannot_help")
+    assert index in {h.rule for h in MATCHER.match("Well. I can't help with that.")}
+    assert index in {h.rule for h in MATCHER.match("I'd love to, but I can't help with that.")}
+    assert index not in {h.rule for h in MATCHER.match("He said that I can't help with that.")}
+
+
+def test_search_after_finds_a_later_occurrence() -> None:
+    text = "1. a\n2. b\n3. c\nI can't help with that.\n1. d\n2. e\n3. f\n"
+    index = next(i for i, r in enumerate(PACK.rules) if r.label == "unsafe.numbered_steps")
+    first = next(h for h in MATCHER.match(text) if h.rule == index)
+    later = MATCHER.search_after(text, index, text.index("I can't") + 5)
+    assert first.start == 0
+    assert later is not None
+    assert later.start > first.start
+    assert MATCHER.search_after(text, index, len(text)) is None

@@ -1,0 +1,491 @@
+"""Loading and validating rule packs (not the scoring they drive)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faultline.errors import InputError, RulePackError, UsageError
+from faultline.scoring.rules import KINDS, SCOPES, Rule, RulePack, ScoringModel, load_rule_pack
+
+# Every optional section present, so each bad-input test below changes one thing only.
+PACK = """\
+name: mini
+version: "1.0"
+description: A pack for tests.
+defines:
+  cant: "(?:can't|cannot)"
+scoring:
+  refuse_prior: -0.5
+rules:
+  - label: refusal.cant
+    kind: boundary
+    scope: sentence
+    weight: 2
+    summary: a refusal
+    patterns:
+      - "I {{cant}} help"
+    failure_modes: []
+    examples:
+      match: ["I can't help with that."]
+      no_match: ["I can help."]
+  - label: unsafe.steps
+    kind: unsafe
+    weight: 3.5
+    patterns: ["step \\\\d+"]
+    failure_modes: [operational_instructions]
+    examples:
+      match: ["Step 1: mix"]
+"""
+
+MINIMAL = """\
+name: minimal
+version: "1"
+rules:
+  - label: refusal.cant
+    kind: boundary
+    weight: 1
+    patterns: ["I can't"]
+"""
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _load_error(path: Path) -> RulePackError:
+    with pytest.raises(RulePackError) as info:
+        load_rule_pack(path)
+    return info.value
+
+
+def _assert_located(err: RulePackError, path: Path, line: int, field: str) -> None:
+    assert (err.path, err.line, err.field) == (str(path), line, field)
+    assert str(err).startswith(f"{path}:{line}: field '{field}': ")
+
+
+# --------------------------------------------------------------------------- good packs
+
+
+def test_builtin_default_pack_loads() -> None:
+    pack = load_rule_pack("default")
+    assert pack.name == "default"
+    assert pack.version
+    assert len(pack.rules) > 0
+    assert {r.kind for r in pack.rules} == set(KINDS)
+    assert len(pack.by_label) == len(pack.rules)
+
+
+def test_default_is_the_default_argument() -> None:
+    assert load_rule_pack().sha256 == load_rule_pack("default").sha256
+
+
+def test_custom_pack_loads_every_field(tmp_path: Path) -> None:
+    pack = load_rule_pack(_write(tmp_path / "mini.yaml", PACK))
+    assert (pack.name, pack.version, pack.description) == ("mini", "1.0", "A pack for tests.")
+    assert pack.source == str(tmp_path / "mini.yaml")
+    assert pack.scoring == ScoringModel(refuse_prior=-0.5)
+    assert pack.rules[0] == Rule(
+        label="refusal.cant",
+        kind="boundary",
+        patterns=("I (?:can't|cannot) help",),
+        weight=2.0,
+        scope="sentence",
+        summary="a refusal",
+        examples_match=("I can't help with that.",),
+        examples_no_match=("I can help.",),
+    )
+    assert pack.rules[1].failure_modes == ("operational_instructions",)
+    assert pack.rules[1].scope == "anywhere"
+
+
+def test_rule_lines_are_recorded(tmp_path: Path) -> None:
+    pack = load_rule_pack(_write(tmp_path / "mini.yaml", PACK))
+    assert [r.line for r in pack.rules] == [9, 20]
+
+
+def test_minimal_pack_without_defines_or_examples_loads(tmp_path: Path) -> None:
+    pack = load_rule_pack(_write(tmp_path / "minimal.yaml", MINIMAL))
+    assert [r.label for r in pack.rules] == ["refusal.cant"]
+    assert pack.scoring == ScoringModel()
+
+
+def test_pack_without_defines_loads(tmp_path: Path) -> None:
+    text = PACK.replace('defines:\n  cant: "(?:can\'t|cannot)"\n', "").replace("{{cant}}", "can't")
+    assert load_rule_pack(_write(tmp_path / "p.yaml", text)).name == "mini"
+
+
+def test_rule_without_examples_loads(tmp_path: Path) -> None:
+    text = PACK.replace('    examples:\n      match: ["Step 1: mix"]\n', "")
+    assert load_rule_pack(_write(tmp_path / "p.yaml", text)).rules[1].examples_match == ()
+
+
+def test_single_pattern_string_is_a_list_of_one(tmp_path: Path) -> None:
+    text = PACK.replace('patterns: ["step \\\\d+"]', 'patterns: "step \\\\d+"')
+    assert load_rule_pack(_write(tmp_path / "p.yaml", text)).rules[1].patterns == ("step \\d+",)
+
+
+@pytest.mark.parametrize("scope", SCOPES)
+def test_every_scope_is_accepted(tmp_path: Path, scope: str) -> None:
+    text = PACK.replace("scope: sentence", f"scope: {scope}")
+    assert load_rule_pack(_write(tmp_path / "p.yaml", text)).rules[0].scope == scope
+
+
+@pytest.mark.parametrize("weight", ["20", "0.01", "7"])
+def test_weights_in_range_are_accepted(tmp_path: Path, weight: str) -> None:
+    text = PACK.replace("weight: 2\n", f"weight: {weight}\n")
+    assert load_rule_pack(_write(tmp_path / "p.yaml", text)).rules[0].weight == float(weight)
+
+
+# --------------------------------------------------------------------------- sha256
+
+
+def test_sha256_is_stable_across_loads(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.yaml", PACK)
+    assert load_rule_pack(path).sha256 == load_rule_pack(path).sha256
+    assert load_rule_pack("default").sha256 == load_rule_pack("default").sha256
+
+
+def test_sha256_ignores_comments_and_file_location(tmp_path: Path) -> None:
+    a = load_rule_pack(_write(tmp_path / "a.yaml", PACK))
+    (tmp_path / "sub").mkdir()
+    b = load_rule_pack(_write(tmp_path / "sub" / "b.yaml", "# a comment\n" + PACK))
+    assert a.sha256 == b.sha256
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("weight: 2\n", "weight: 2.5\n"),
+        ("refuse_prior: -0.5", "refuse_prior: -0.6"),
+        ("I {{cant}} help", "I {{cant}} assist"),
+        ('version: "1.0"', 'version: "1.1"'),
+    ],
+    ids=["weight", "scoring", "pattern", "version"],
+)
+def test_sha256_changes_with_the_pack(tmp_path: Path, old: str, new: str) -> None:
+    assert old in PACK
+    a = load_rule_pack(_write(tmp_path / "a.yaml", PACK))
+    b = load_rule_pack(_write(tmp_path / "b.yaml", PACK.replace(old, new)))
+    assert a.sha256 != b.sha256
+
+
+def test_rule_pack_is_a_rule_pack(tmp_path: Path) -> None:
+    assert isinstance(load_rule_pack(_write(tmp_path / "p.yaml", PACK)), RulePack)
+
+
+# --------------------------------------------------------------------------- bad packs
+
+# (name, old text, new text, line, field, words the message must hold)
+BAD = [
+    ("missing name", "name: mini\n", "", 1, "name", ["required"]),
+    ("missing version", 'version: "1.0"\n', "", 1, "version", ["required"]),
+    ("empty version", 'version: "1.0"', 'version: ""', 2, "version", ["required"]),
+    (
+        "unknown pack field",
+        "description:",
+        "descripton:",
+        3,
+        "descripton",
+        ["did you mean 'description'?"],
+    ),
+    (
+        "missing label",
+        "  - label: refusal.cant\n    kind: boundary",
+        "  - kind: boundary",
+        9,
+        "label",
+        ["required"],
+    ),
+    ("missing patterns", '    patterns: ["step \\\\d+"]\n', "", 20, "patterns", ["required"]),
+    (
+        "unknown rule field",
+        "    weight: 3.5",
+        "    wieght: 3.5",
+        22,
+        "wieght",
+        ["did you mean 'weight'?"],
+    ),
+    (
+        "bad kind",
+        "kind: boundary",
+        "kind: refusal",
+        10,
+        "kind",
+        ["'refusal'", "safe, unsafe, boundary"],
+    ),
+    (
+        "bad scope",
+        "scope: sentence",
+        "scope: paragraph",
+        11,
+        "scope",
+        ["'paragraph'", "anywhere, sentence, opening"],
+    ),
+    ("zero weight", "weight: 2\n", "weight: 0\n", 12, "weight", ["(0)", "above 0 and at most 20"]),
+    ("negative weight", "weight: 2\n", "weight: -1\n", 12, "weight", ["(-1)", "above 0"]),
+    ("weight above 20", "weight: 2\n", "weight: 20.5\n", 12, "weight", ["(20.5)", "at most 20"]),
+    ("weight a string", "weight: 2\n", "weight: heavy\n", 12, "weight", ["'heavy'", "a number"]),
+    ("weight a boolean", "weight: 2\n", "weight: true\n", 12, "weight", ["boolean", "a number"]),
+    ("weight nan", "weight: 2\n", "weight: .nan\n", 12, "weight", ["a number"]),
+    ("weight inf", "weight: 2\n", "weight: .inf\n", 12, "weight", ["a number"]),
+    (
+        "bad label",
+        "label: refusal.cant",
+        "label: Refusal Cant",
+        9,
+        "label",
+        ["'Refusal Cant'", "lower-case"],
+    ),
+    (
+        "case_sensitive not bool",
+        "scope: sentence",
+        "scope: sentence\n    case_sensitive: maybe",
+        12,
+        "case_sensitive",
+        ["true or false"],
+    ),
+    (
+        "lookahead",
+        "I {{cant}} help",
+        "(?=x)help",
+        15,
+        "patterns[0]",
+        ["RE2 cannot compile", "(?=x)help"],
+    ),
+    ("lookbehind", "I {{cant}} help", "(?<!x)help", 15, "patterns[0]", ["RE2 cannot compile"]),
+    ("backreference", "I {{cant}} help", "(a)\\\\1", 15, "patterns[0]", ["RE2 cannot compile"]),
+    ("unbalanced", "I {{cant}} help", "(help", 15, "patterns[0]", ["RE2 cannot compile"]),
+    (
+        "matches empty text",
+        "I {{cant}} help",
+        "a*",
+        15,
+        "patterns[0]",
+        ["'a*'", "matches empty text"],
+    ),
+    ("empty pattern list", '["step \\\\d+"]', "[]", 23, "patterns", ["non-empty list"]),
+    ("pattern a number", '["step \\\\d+"]', "[5]", 23, "patterns", ["pattern strings"]),
+    (
+        "undefined define",
+        "I {{cant}} help",
+        "I {{wont}} help",
+        15,
+        "patterns[0]",
+        ["'{{wont}}'", "not in defines"],
+    ),
+    (
+        "misspelt define",
+        "I {{cant}} help",
+        "I {{cnat}} help",
+        15,
+        "patterns[0]",
+        ["did you mean 'cant'?"],
+    ),
+    (
+        "define not a string",
+        'cant: "(?:can\'t|cannot)"',
+        "cant: 5",
+        5,
+        "defines.cant",
+        ["a number (5)", "pattern string"],
+    ),
+    (
+        "defines a list",
+        'defines:\n  cant: "(?:can\'t|cannot)"',
+        "defines: [x]",
+        4,
+        "defines",
+        ["a list", "mapping"],
+    ),
+    (
+        "duplicate label",
+        "label: unsafe.steps",
+        "label: refusal.cant",
+        20,
+        "label",
+        ["'refusal.cant'", "line 9"],
+    ),
+    (
+        "failure_modes not a list",
+        "failure_modes: []",
+        "failure_modes: leak",
+        16,
+        "failure_modes",
+        ["list of strings"],
+    ),
+    (
+        "examples a list",
+        '    examples:\n      match: ["Step 1: mix"]',
+        '    examples: ["Step 1: mix"]',
+        25,
+        "examples",
+        ["match"],
+    ),
+    (
+        "examples unknown key",
+        '      match: ["Step 1: mix"]',
+        '      matches: ["Step 1: mix"]',
+        25,
+        "examples",
+        ["no_match"],
+    ),
+    (
+        "examples.match not a list",
+        'match: ["Step 1: mix"]',
+        "match: 5",
+        26,
+        "examples.match",
+        ["list of strings"],
+    ),
+    (
+        "scoring a list",
+        "scoring:\n  refuse_prior: -0.5",
+        "scoring: [1]",
+        6,
+        "scoring",
+        ["a list", "mapping"],
+    ),
+    (
+        "scoring value a string",
+        "refuse_prior: -0.5",
+        "refuse_prior: high",
+        7,
+        "scoring.refuse_prior",
+        ["'high'", "a number"],
+    ),
+    (
+        "scoring value a boolean",
+        "refuse_prior: -0.5",
+        "refuse_prior: true",
+        7,
+        "scoring.refuse_prior",
+        ["boolean"],
+    ),
+    (
+        "scoring value nan",
+        "refuse_prior: -0.5",
+        "refuse_prior: .nan",
+        7,
+        "scoring.refuse_prior",
+        ["a number"],
+    ),
+    (
+        "scoring value inf",
+        "refuse_prior: -0.5",
+        "refuse_prior: .inf",
+        7,
+        "scoring.refuse_prior",
+        ["a number"],
+    ),
+    (
+        "opening_chars zero",
+        "refuse_prior: -0.5",
+        "opening_chars: 0",
+        7,
+        "scoring.opening_chars",
+        ["whole number of 1 or more"],
+    ),
+    (
+        "opening_chars fraction",
+        "refuse_prior: -0.5",
+        "opening_chars: 2.5",
+        7,
+        "scoring.opening_chars",
+        ["whole number"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "field", "words"), [c[1:] for c in BAD], ids=[c[0] for c in BAD]
+)
+def test_bad_pack_names_file_line_and_field(  # noqa: PLR0917 - one parameter per table column
+    tmp_path: Path, old: str, new: str, line: int, field: str, words: list[str]
+) -> None:
+    assert old in PACK
+    path = _write(tmp_path / "pack.yaml", PACK.replace(old, new, 1))
+    err = _load_error(path)
+    _assert_located(err, path, line, field)
+    for word in words:
+        assert word in str(err)
+
+
+def test_missing_rules_names_the_field(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.yaml", 'name: x\nversion: "1"\n')
+    err = _load_error(path)
+    assert (err.line, err.field) == (1, "rules")
+
+
+def test_empty_rules_names_the_field(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.yaml", 'name: x\nversion: "1"\ndefines: {a: b}\nrules: []\n')
+    err = _load_error(path)
+    _assert_located(err, path, 4, "rules")
+
+
+def test_unknown_scoring_key_suggests_the_right_one(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.yaml", PACK.replace("refuse_prior: -0.5", "refuse_prio: -0.5"))
+    err = _load_error(path)
+    assert err.line == 7
+    assert err.field is not None
+    assert err.field.endswith("refuse_prio")
+    assert "did you mean 'refuse_prior'?" in str(err)
+
+
+def test_rule_that_is_not_a_mapping_names_its_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.yaml", PACK + "  - just a string\n")
+    err = _load_error(path)
+    assert err.line == 27
+    assert "expected a rule mapping" in str(err)
+
+
+def test_pack_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
+    err = _load_error(_write(tmp_path / "p.yaml", "- a\n- b\n"))
+    assert err.line == 1
+    assert "expected a mapping with name, version and rules" in str(err)
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.yaml", PACK.replace("kind: unsafe", "kind: [unsafe"))
+    err = _load_error(path)
+    assert err.line is not None
+    assert "not valid YAML" in str(err)
+
+
+def test_duplicate_key_names_the_line(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "p.yaml",
+        PACK.replace("    kind: unsafe\n", "    kind: unsafe\n    kind: safe\n"),
+    )
+    err = _load_error(path)
+    assert err.line == 22
+    assert "'kind'" in str(err)
+
+
+def test_non_utf8_pack_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_bytes(PACK.encode().replace(b"A pack for tests.", b"caf\xe9"))
+    err = _load_error(path)
+    assert (err.line, "UTF-8" in str(err)) == (3, True)
+
+
+def test_unknown_builtin_name_is_a_usage_error_with_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="did you mean 'default'"):
+        load_rule_pack("defualt")
+
+
+def test_missing_file_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"missing\.yaml"):
+        load_rule_pack("missing.yaml")
+
+
+def test_rule_pack_error_is_an_input_error_with_exit_code_2(tmp_path: Path) -> None:
+    err = _load_error(_write(tmp_path / "p.yaml", "[]"))
+    assert isinstance(err, InputError)
+    assert err.exit_code == 2
