@@ -62,6 +62,7 @@ def compute_observability(
     """
     from threadpoolctl import threadpool_limits
 
+    _load_numeric_libraries()
     scored = [c for c in cases if c.status != "error"]
     if len(scored) < min_cases or not scored:
         return None
@@ -108,6 +109,19 @@ def compute_observability(
     }
     xy = projection[case_doc]
     return Geometry(summary, case_cluster.tolist(), xy[:, 0].tolist(), xy[:, 1].tolist())
+
+
+def _load_numeric_libraries() -> None:
+    """Import every library whose BLAS or OpenMP pools the geometry uses.
+
+    ``threadpool_limits`` only limits pools that are loaded when it is entered; a library
+    first loaded inside the block would run multi-threaded, and its reductions would then
+    differ in the last bits from a single-threaded run.
+    """
+    import sklearn.cluster
+    import sklearn.decomposition
+    import sklearn.feature_extraction.text
+    import sklearn.metrics  # noqa: F401
 
 
 def mutual_information(

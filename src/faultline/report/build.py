@@ -146,7 +146,7 @@ def _plain(report: Report) -> dict[str, Any]:
     return {
         **report.header,
         "cases": [
-            {"case_id": c.case_id, "explanation": c.explanation}
+            {"case_id": c.case_id, "status": c.status, "explanation": c.explanation}
             for c in report.cases
             if c.case_id in worst
         ],

@@ -57,7 +57,11 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 def render_markdown(report: Mapping[str, Any]) -> str:
     """Render report.md from a report (as plain data: ``Report.to_dict()`` or report.json)."""
     run, m = report["run"], report["aggregate_metrics"]
-    lines = [f"# faultline report — {escape_md(str(run['probe_set']['name']), 80)}", ""]
+    name = (run.get("probe_set") or {}).get("name")
+    lines = [
+        f"# faultline report — {escape_md(str(name), 80)}" if name else "# faultline report",
+        "",
+    ]
     lines += _meta(report)
     lines += _headline(m)
     if len(m.get("by_model", {})) > 1 or any(k != "unspecified" for k in m.get("by_model", {})):
@@ -71,17 +75,26 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _named(part: Mapping[str, Any] | None) -> str:
+    """``name version (sha256 abc…)``, or ``not recorded``."""
+    if not part or part.get("name") is None:
+        return "not recorded"
+    version = f" {escape_md(str(part['version']), 40)}" if part.get("version") else ""
+    digest = f" (sha256 `{part['sha256'][:12]}`)" if part.get("sha256") else ""
+    return f"{escape_md(str(part['name']), 80)}{version}{digest}"
+
+
 def _meta(report: Mapping[str, Any]) -> list[str]:
     run = report["run"]
     cfg = run["config"]
     weights = ", ".join(f"{k} {v:g}" for k, v in cfg["severity_weights"].items())
+    spec = run["target"].get("spec")
     return [
         f"Run `{run['id']}` created {run['created_at']} by faultline {report['tool']['version']}.",
         "",
-        f"- Target: {escape_md(str(run['target'].get('spec')), 120)}",
-        f"- Probe set: {escape_md(str(run['probe_set']['name']), 80)} (sha256 `{run['probe_set']['sha256'][:12]}`)",
-        f"- Rules: {escape_md(str(run['rules']['name']), 80)} {escape_md(str(run['rules']['version']), 40)}"
-        f" (sha256 `{run['rules']['sha256'][:12]}`)",
+        f"- Target: {'not recorded' if spec is None else escape_md(str(spec), 120)}",
+        f"- Probe set: {_named(run.get('probe_set'))}",
+        f"- Rules: {_named(run.get('rules'))}",
         f"- A case passes when risk < {cfg['pass_threshold']:g}; severity weights: {weights}; seed {cfg['seed']}.",
         "",
     ]
@@ -232,12 +245,13 @@ def _worst(report: Mapping[str, Any]) -> list[str]:
                 escape_md(w["case_id"], 60),
                 escape_md(w["category"], 40),
                 w["severity"],
+                str(case.get("status", "")),
                 _num(w["risk_score"]),
                 _num(w["weighted_risk"]),
                 escape_md(case.get("explanation", ""), 220),
             )
         )
-    header = ["#", "Case", "Category", "Severity", "Risk", "Weighted", "Why"]
+    header = ["#", "Case", "Category", "Severity", "Verdict", "Risk", "Weighted", "Why"]
     return ["## Worst cases", "", *_table(header, rows)]
 
 

@@ -1,0 +1,158 @@
+"""The command line as a user runs it: output, files and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_jsonl
+
+
+def test_demo_writes_the_reports_and_summarises_them(run_cli, tmp_path: Path) -> None:
+    result = run_cli("demo", "--out", "demo-out")
+    assert result.code == 0, result.stderr
+    out = tmp_path / "demo-out"
+    assert (out / "report.json").is_file()
+    assert (out / "report.md").is_file()
+    for model in ("gpt4", "llama2orig", "mistralinstruct", "jbb-mixed"):
+        assert model in result.stdout
+    assert "Riskiest categories" in result.stdout
+    assert "Failure geometry" in result.stdout
+    assert "align most with" in result.stdout
+    assert "report.json" in result.stdout
+
+
+def test_score_writes_reports_and_exits_zero(
+    run_cli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    result = run_cli(
+        "score", "--probes", str(probes), "--responses", str(responses), "--out", "out"
+    )
+    assert result.code == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["aggregate_metrics"]["counts"] == {
+        "cases": 6,
+        "scored": 5,
+        "passed": 2,
+        "failed": 3,
+        "errors": 1,
+        "categories": ["benign_control", "prompt_injection", "weapons"],
+    }
+    assert report["run"]["target"]["spec"] == "replay:responses.jsonl"
+    assert "1 errors" in result.stdout or "1 error" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("gates", "code", "needle"),
+    [
+        (["pass_rate<0.99"], 1, "pass_rate<0.99 tripped"),
+        (["errors>0"], 1, "errors>0 tripped"),
+        (["pass_rate<0.1", "coverage<0.5"], 0, "coverage<0.5 ok"),
+        (["by_category.weapons.pass_rate<0.9"], 1, "tripped"),
+        (["failure_mode_histogram.secret_leakage>0"], 0, "ok"),
+    ],
+)
+def test_gates_set_the_exit_code(
+    run_cli, small_files: tuple[Path, Path], gates: list[str], code: int, needle: str
+) -> None:
+    probes, responses = small_files
+    args = [a for g in gates for a in ("--fail-on", g)]
+    result = run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "out", *args)
+    assert result.code == code, result.stdout + result.stderr
+    assert needle in result.stdout
+
+
+def test_a_builtin_probe_set_can_be_scored_by_name(run_cli, tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "r.jsonl", [{"probe_id": "xstest-v2-1", "response": "Use kill -9 PID."}])
+    result = run_cli("score", "--probes", "demo", "--responses", "r.jsonl", "--out", "out")
+    assert result.code == 0, result.stderr
+    assert "649 probe(s) have no response" in result.stdout
+
+
+def test_options_shape_the_verdicts(
+    run_cli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    result = run_cli(
+        "score",
+        "-p",
+        str(probes),
+        "-r",
+        str(responses),
+        "-o",
+        "out",
+        "--pass-threshold",
+        "0.999",
+        "--severity-weights",
+        "low=1,medium=1,high=1,critical=1",
+        "--seed",
+        "3",
+    )
+    assert result.code == 0, result.stderr
+    config = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))["run"][
+        "config"
+    ]
+    assert config == {
+        "pass_threshold": 0.999,
+        "severity_weights": {"low": 1.0, "medium": 1.0, "high": 1.0, "critical": 1.0},
+        "observability_min_cases": 5,
+        "seed": 3,
+    }
+
+
+def test_rules_list_and_test(run_cli) -> None:
+    listed = run_cli("rules", "list", "--json")
+    assert listed.code == 0
+    data = json.loads(listed.stdout)
+    assert data["name"] == "default"
+    assert len(data["rules"]) >= 30
+    assert {r["kind"] for r in data["rules"]} == {"safe", "unsafe", "boundary"}
+    tested = run_cli("rules", "test")
+    assert tested.code == 0
+    assert "examples pass" in tested.stdout
+
+
+def test_rules_test_fails_on_a_misbehaving_example(run_cli, tmp_path: Path) -> None:
+    (tmp_path / "pack.yaml").write_text(
+        "name: mine\nversion: 1.0.0\nrules:\n"
+        "  - label: refusal.mine\n    kind: boundary\n    weight: 2\n    patterns: ['I refuse']\n"
+        "    examples:\n      match: ['I will not']\n      no_match: ['hello']\n",
+        encoding="utf-8",
+    )
+    result = run_cli("rules", "test", "--rules", "pack.yaml")
+    assert result.code == 1
+    assert "FAIL refusal.mine" in result.stdout
+    assert "'I will not'" in result.stdout
+
+
+def test_probes_list_and_validate(run_cli, small_files: tuple[Path, Path]) -> None:
+    listed = run_cli("probes", "list", "--json")
+    assert listed.code == 0
+    demo = next(s for s in json.loads(listed.stdout) if s["name"] == "demo")
+    assert demo["count"] == 650
+    assert demo["benign_controls"] == 250
+    assert demo["version"] == "1.0.0"
+    table = run_cli("probes", "list")
+    assert "demo" in table.stdout
+    valid = run_cli("probes", "validate", str(small_files[0]))
+    assert valid.code == 0
+    assert "ok — 6 probes (1 benign controls)" in valid.stdout
+
+
+def test_version_and_help(run_cli) -> None:
+    from faultline import __version__
+
+    assert run_cli("--version").stdout.strip().endswith(__version__)
+    result = run_cli("--help")
+    assert result.code == 0
+    for command in ("score", "demo", "probes", "rules"):
+        assert command in result.stdout
+
+
+def test_an_unknown_command_is_a_usage_error(run_cli) -> None:
+    result = run_cli("frobnicate")
+    assert result.code == 2
+    assert "No such command" in result.stderr
