@@ -137,7 +137,7 @@ def build(labeled: Path) -> tuple[list[dict], list[dict]]:
             "id": pid,
             "category": kind,
             "severity": XSTEST_SEVERITY[kind] if unsafe else "low",
-            "task": f"Answer the question: {row['prompt']}",
+            "task": row["prompt"],
             "input": row["prompt"],
             "failure_modes": REFUSE_MODES + XSTEST_MODES[kind] if unsafe else list(COMPLY_MODES),
             "expect": "refuse" if unsafe else "comply",

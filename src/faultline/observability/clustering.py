@@ -35,7 +35,7 @@ class ClusterChoice:
 
 def choose_and_fit(
     points: NDArray[np.float64],
-    weights: Sequence[int],
+    weights: Sequence[float] | NDArray[np.float64],
     *,
     seed: int,
     max_clusters: int = 8,

@@ -1,41 +1,51 @@
-"""TF-IDF + truncated SVD embedding of weighted documents (scikit-learn style).
+"""TF-IDF + truncated SVD embedding of cases as (probe document, verdict document) pairs.
 
-Documents carry weights (how many cases share each). Term document-frequencies count
-cases, not distinct documents, and the SVD is fitted on rows scaled by the square root of
-their weight, so the embedding is exactly that of the full, repeated corpus while costing
-only the distinct documents. Above ``fit_max`` distinct documents the SVD is fitted on a
-seeded sample drawn in proportion to weight, then applied to every document.
+Each kind of document is turned into TF-IDF vectors on its own (document frequencies count
+cases, not distinct documents), and a case's vector is the two blocks side by side, each
+L2-normalised and scaled by 1/√2 so the whole has unit length. The truncated SVD is fitted
+on the distinct pairs with rows scaled by the square root of how many cases share them,
+which is exactly the SVD of the full, repeated corpus; above ``fit_max`` distinct pairs it
+is fitted on a seeded sample drawn in proportion to weight. Because a pair's vector is the
+sum of its two blocks, its embedding is the sum of the two blocks' projections: computed
+once per distinct probe and once per distinct verdict, then added per pair.
+
+The class follows scikit-learn's conventions: the constructor stores parameters, fitted
+attributes end in ``_``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TOKEN_PATTERN", "WeightedLSA"]
+from faultline.observability.documents import CaseDocuments
+
+__all__ = ["TOKEN_PATTERN", "CaseEmbedding"]
 
 TOKEN_PATTERN = r"(?u)\b[^\W\d_][\w]+\b"
 """Words of two or more characters that start with a letter (numbers are left out)."""
 
+_HALF = 1.0 / math.sqrt(2.0)
 
-class WeightedLSA:
-    """Latent semantic analysis of weighted documents: TF-IDF, then truncated SVD.
+
+class CaseEmbedding:
+    """Latent semantic analysis of cases described by a probe and a verdict document.
 
     Args:
         n_components: The largest embedding dimension (capped by the data).
-        fit_max: Fit the SVD on at most this many distinct documents.
-        max_features: The largest vocabulary (most frequent terms, counted over cases).
+        fit_max: Fit the SVD on at most this many distinct (probe, verdict) pairs.
+        max_features: The largest vocabulary of each kind of document.
         seed: Seeds the randomized SVD and the fitting sample.
 
     Attributes:
-        vocabulary_: The terms, in column order (after ``fit``).
-        idf_: The inverse document frequency of each term.
-        components_: The SVD components, ``(n_components_, n_terms)``.
+        vocabulary_: The probe terms, then the verdict terms, in column order.
+        n_probe_terms_: How many columns the probe block has.
         n_components_: The dimension actually used.
-        n_fit_documents_: How many distinct documents the SVD was fitted on.
+        n_fit_pairs_: How many distinct pairs the SVD was fitted on.
     """
 
     def __init__(
@@ -50,88 +60,145 @@ class WeightedLSA:
         self.max_features = max_features
         self.seed = seed
 
-    def fit_transform_tfidf(self, texts: Sequence[str], weights: Sequence[int]) -> Any:
-        """Learn the vocabulary and IDF, and return the L2-normalised TF-IDF matrix."""
-        import scipy.sparse as sp
-        from sklearn.feature_extraction.text import CountVectorizer
-
-        counts = CountVectorizer(
-            token_pattern=TOKEN_PATTERN, stop_words="english", dtype=np.float64
-        ).fit(texts)
-        matrix = counts.transform(texts).tocsr()
-        w = np.asarray(weights, dtype=np.float64)
-        term_freq = np.asarray(matrix.T @ w).ravel()
-        names = np.asarray(counts.get_feature_names_out())
-        if term_freq.size > self.max_features:
-            keep = np.sort(np.lexsort((names, -term_freq))[: self.max_features])
-            matrix, names = matrix[:, keep], names[keep]
-        self.vocabulary_ = [str(t) for t in names]
-        presence = matrix.copy()
-        presence.data[:] = 1.0
-        doc_freq = np.asarray(presence.T @ w).ravel()
-        n = w.sum()
-        self.idf_ = np.log((1.0 + n) / (1.0 + doc_freq)) + 1.0
-        matrix.data = 1.0 + np.log(matrix.data)  # sublinear term frequency
-        tfidf = matrix @ sp.diags(self.idf_)
-        return _l2_rows(sp.csr_matrix(tfidf))
-
-    def fit_svd(
-        self, tfidf: Any, weights: Sequence[int], n_components: int | None = None
-    ) -> NDArray[np.float64]:
-        """Fit a truncated SVD on the weighted rows and return the components."""
-        import scipy.sparse as sp
-        from sklearn.decomposition import TruncatedSVD
-
-        w = np.asarray(weights, dtype=np.float64)
-        rows = np.arange(tfidf.shape[0])
-        if rows.size > self.fit_max:
-            rng = np.random.default_rng(self.seed)
-            rows = np.sort(rng.choice(rows.size, size=self.fit_max, replace=False, p=w / w.sum()))
-            scale = np.ones(rows.size)
-        else:
-            scale = np.sqrt(w)
-        self.n_fit_documents_ = int(rows.size)
-        fit_matrix = sp.diags(scale) @ tfidf[rows]
-        wanted = n_components or self.n_components
-        k = min(wanted, fit_matrix.shape[1] - 1, fit_matrix.shape[0] - 1)
-        if k < 1:
-            return np.eye(1, tfidf.shape[1])
-        svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=7, random_state=self.seed)
-        svd.fit(fit_matrix)
-        components: NDArray[np.float64] = svd.components_
-        return components
-
-    def fit_transform(
-        self, texts: Sequence[str], weights: Sequence[int]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], Any]:
-        """Embed the documents.
+    def fit_transform(self, docs: CaseDocuments) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Embed every distinct pair.
 
         Returns:
-            ``(embedding, projection, tfidf)``: the L2-normalised embedding used for
-            clustering, the separate 2-D projection for display, and the TF-IDF matrix.
+            ``(embedding, projection)``: the L2-normalised embedding used for clustering, and
+            the separate 2-D projection for display, one row per pair.
         """
-        tfidf = self.fit_transform_tfidf(texts, weights)
-        self.components_ = self.fit_svd(tfidf, weights)
-        self.n_components_ = int(self.components_.shape[0])
-        embedding = _l2_dense(np.asarray(tfidf @ self.components_.T))
-        plane = self.fit_svd(tfidf, weights, n_components=2)
-        projection = np.asarray(tfidf @ plane.T)
+        w = docs.pair_weight
+        probe_w = docs.weights_of(docs.pair_probe, len(docs.probe_texts))
+        verdict_w = docs.weights_of(docs.pair_verdict, len(docs.verdict_texts))
+        self.probe_tfidf_, probe_terms = self._tfidf(docs.probe_texts, probe_w)
+        self.verdict_tfidf_, verdict_terms = self._tfidf(docs.verdict_texts, verdict_w)
+        self.vocabulary_ = probe_terms + verdict_terms
+        self.n_probe_terms_ = len(probe_terms)
+        rows = self._fit_rows(w)
+        self.n_fit_pairs_ = int(rows.size)
+        fit_matrix = self._pair_matrix(
+            docs, rows, scale=np.sqrt(w[rows]) if rows.size == w.size else None
+        )
+        components = self._svd(fit_matrix, self.n_components)
+        self.n_components_ = int(components.shape[0])
+        embedding = _l2_dense(self._project(docs, components))
+        plane = self._svd(fit_matrix, 2)
+        projection = self._project(docs, plane)
         if projection.shape[1] < 2:
             projection = np.hstack(
                 [projection, np.zeros((projection.shape[0], 2 - projection.shape[1]))]
             )
-        return embedding, projection, tfidf
+        return embedding, projection
+
+    def centroid_terms(
+        self, docs: CaseDocuments, pairs: NDArray[np.int64], top: int
+    ) -> tuple[list[str], list[str]]:
+        """The heaviest terms of the weighted mean vector of ``pairs``: ``top`` of each block.
+
+        Returns:
+            ``(probe_terms, verdict_terms)``: what the cases were asked, and what happened.
+        """
+        w = docs.pair_weight[pairs]
+        probe_mass = np.bincount(docs.pair_probe[pairs], weights=w, minlength=len(docs.probe_texts))
+        verdict_mass = np.bincount(
+            docs.pair_verdict[pairs], weights=w, minlength=len(docs.verdict_texts)
+        )
+        split = self.n_probe_terms_
+        return (
+            _heaviest(
+                np.asarray(self.probe_tfidf_.T @ probe_mass).ravel(), self.vocabulary_[:split], top
+            ),
+            _heaviest(
+                np.asarray(self.verdict_tfidf_.T @ verdict_mass).ravel(),
+                self.vocabulary_[split:],
+                top,
+            ),
+        )
 
     def describe(self) -> dict[str, Any]:
         """The embedding's parameters, for the report."""
         return {
             "method": "tfidf+truncated_svd",
             "dimensions": self.n_components_,
+            "documents": "probe (category, severity, expectation, task, input) + verdict (outcome, "
+            "risk band, rules, failure modes, explanation), each TF-IDF'd and weighted 1/sqrt(2)",
             "vocabulary": len(self.vocabulary_),
-            "fit_documents": self.n_fit_documents_,
+            "fit_pairs": self.n_fit_pairs_,
             "tfidf": "sublinear tf, smoothed idf over cases, l2 rows, English stop words",
-            "projection": "separate 2-component truncated SVD of the same TF-IDF",
+            "projection": "separate 2-component truncated SVD of the same vectors",
         }
+
+    # ---------------------------------------------------------------------------- steps
+
+    def _tfidf(self, texts: Sequence[str], weights: NDArray[np.float64]) -> tuple[Any, list[str]]:
+        import scipy.sparse as sp
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        try:
+            matrix = CountVectorizer(
+                token_pattern=TOKEN_PATTERN, stop_words="english", dtype=np.float64
+            )
+            counts = matrix.fit_transform(texts).tocsr()
+        except ValueError:  # no term at all (every word a stop word)
+            return sp.csr_matrix((len(texts), 0)), []
+        names = np.asarray(matrix.get_feature_names_out())
+        term_freq = np.asarray(counts.T @ weights).ravel()
+        if term_freq.size > self.max_features:
+            keep = np.sort(np.lexsort((names, -term_freq))[: self.max_features])
+            counts, names = counts[:, keep], names[keep]
+        presence = counts.copy()
+        presence.data[:] = 1.0
+        doc_freq = np.asarray(presence.T @ weights).ravel()
+        idf = np.log((1.0 + weights.sum()) / (1.0 + doc_freq)) + 1.0
+        counts.data = 1.0 + np.log(counts.data)  # sublinear term frequency
+        return _l2_rows(sp.csr_matrix(counts @ sp.diags(idf))), [str(t) for t in names]
+
+    def _fit_rows(self, w: NDArray[np.float64]) -> NDArray[np.int64]:
+        if w.size <= self.fit_max:
+            return np.arange(w.size)
+        rng = np.random.default_rng(self.seed)
+        return np.sort(rng.choice(w.size, size=self.fit_max, replace=False, p=w / w.sum()))
+
+    def _pair_matrix(
+        self, docs: CaseDocuments, rows: NDArray[np.int64], scale: NDArray[np.float64] | None
+    ) -> Any:
+        import scipy.sparse as sp
+
+        blocks = sp.hstack(
+            [self.probe_tfidf_[docs.pair_probe[rows]], self.verdict_tfidf_[docs.pair_verdict[rows]]]
+        )
+        factor = np.full(rows.size, _HALF) if scale is None else scale * _HALF
+        return sp.csr_matrix(sp.diags(factor) @ blocks)
+
+    def _svd(self, matrix: Any, wanted: int) -> NDArray[np.float64]:
+        from sklearn.decomposition import TruncatedSVD
+
+        k = min(wanted, matrix.shape[1] - 1, matrix.shape[0] - 1)
+        if k < 1:
+            return np.eye(1, matrix.shape[1])
+        svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=7, random_state=self.seed)
+        svd.fit(matrix)
+        components: NDArray[np.float64] = svd.components_
+        return components
+
+    def _project(self, docs: CaseDocuments, components: NDArray[np.float64]) -> NDArray[np.float64]:
+        split = self.n_probe_terms_
+        probe_part = np.asarray(self.probe_tfidf_ @ components[:, :split].T)
+        verdict_part = np.asarray(self.verdict_tfidf_ @ components[:, split:].T)
+        out: NDArray[np.float64] = (
+            probe_part[docs.pair_probe] + verdict_part[docs.pair_verdict]
+        ) * _HALF
+        return out
+
+
+_LABEL_TOKENS = ("category_", "severity_", "expect_", "outcome_", "risk_")
+"""Tokens that restate a case's labels: they shape the embedding but say nothing new as terms."""
+
+
+def _heaviest(weights: NDArray[np.float64], names: Sequence[str], top: int) -> list[str]:
+    order = np.lexsort((np.asarray(names, dtype=object), -weights))
+    terms = (names[i] for i in order if weights[i] > 0 and not names[i].startswith(_LABEL_TOKENS))
+    return [t for _, t in zip(range(top), terms, strict=False)]
 
 
 def _l2_rows(matrix: Any) -> Any:

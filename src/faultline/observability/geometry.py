@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from faultline.observability.clustering import choose_and_fit
-from faultline.observability.documents import build_documents
-from faultline.observability.embedding import WeightedLSA
+from faultline.observability.documents import CaseDocuments, build_documents
+from faultline.observability.embedding import CaseEmbedding
 from faultline.scoring.case import CaseScore
 
 __all__ = ["DEFAULT_MIN_CASES", "Geometry", "compute_observability", "mutual_information"]
@@ -67,29 +67,33 @@ def compute_observability(
     if len(scored) < min_cases or not scored:
         return None
     docs = build_documents(scored)
-    weights = np.asarray(docs.weights, dtype=np.float64)
-    with threadpool_limits(limits=1):  # one thread: the same bits on any machine
-        lsa = WeightedLSA(seed=seed)
-        embedding, projection, tfidf = lsa.fit_transform(docs.texts, docs.weights)
-        choice = choose_and_fit(embedding, docs.weights, seed=seed, max_clusters=max_clusters)
-    doc_cluster = choice.labels
-    case_doc = np.asarray(docs.case_doc)
-    case_cluster = doc_cluster[case_doc]
-    # Category, severity and outcome are the same for every case of a document, so the
-    # contingency tables are built over documents, weighted by how many cases share each.
-    first = [scored[i] for i in docs.first_case]
+    with threadpool_limits(limits=1):  # one thread: the same bits on any run
+        model = CaseEmbedding(seed=seed)
+        embedding, projection = model.fit_transform(docs)
+        choice = choose_and_fit(embedding, docs.pair_weight, seed=seed, max_clusters=max_clusters)
+    pair_cluster = choice.labels
+    case_cluster = pair_cluster[docs.case_pair]
+    # Category and severity belong to the probe, pass/fail to the verdict: each is constant
+    # over a pair, so the contingency tables are built over pairs, weighted by their cases.
+    first = _first_case_of_pair(docs.case_pair, len(docs.pair_weight))
     labels: dict[str, list[object]] = {
-        "category": [c.category for c in first],
-        "severity": [c.severity for c in first],
-        "pass_fail": [bool(c.passed) for c in first],
+        "category": [scored[i].category for i in first],
+        "severity": [scored[i].severity for i in first],
+        "pass_fail": [bool(scored[i].passed) for i in first],
     }
-    clusters = doc_cluster.tolist()
-    mi = {name: mutual_information(clusters, lab, docs.weights) for name, lab in labels.items()}
+    weights = docs.pair_weight.astype(np.int64).tolist()
+    clusters = pair_cluster.tolist()
+    mi = {name: mutual_information(clusters, lab, weights) for name, lab in labels.items()}
     summary = {
         "min_cases": min_cases,
         "n_cases": len(scored),
         "seed": seed,
-        "embedding": {**lsa.describe(), "documents": len(docs.texts)},
+        "embedding": {
+            **model.describe(),
+            "distinct_probes": len(docs.probe_texts),
+            "distinct_verdicts": len(docs.verdict_texts),
+            "distinct_pairs": len(docs.pair_weight),
+        },
         "clustering": {
             "method": "kmeans",
             "selection": "silhouette",
@@ -99,16 +103,17 @@ def compute_observability(
         "mutual_information": {k: v[0] for k, v in mi.items()},
         "normalized_mutual_information": {k: v[1] for k, v in mi.items()},
         "clusters": _summaries(
-            scored,
-            case_cluster=case_cluster,
-            doc_cluster=doc_cluster,
-            weights=weights,
-            tfidf=tfidf,
-            vocabulary=lsa.vocabulary_,
+            scored, case_cluster=case_cluster, pair_cluster=pair_cluster, docs=docs, model=model
         ),
     }
-    xy = projection[case_doc]
+    xy = projection[docs.case_pair]
     return Geometry(summary, case_cluster.tolist(), xy[:, 0].tolist(), xy[:, 1].tolist())
+
+
+def _first_case_of_pair(case_pair: NDArray[np.int64], n_pairs: int) -> list[int]:
+    first = np.full(n_pairs, -1, dtype=np.int64)
+    first[case_pair[::-1]] = np.arange(case_pair.size - 1, -1, -1)
+    return first.tolist()
 
 
 def _load_numeric_libraries() -> None:
@@ -163,39 +168,46 @@ def _summaries(
     scored: Sequence[CaseScore],
     *,
     case_cluster: NDArray[np.int64],
-    doc_cluster: NDArray[np.int64],
-    weights: NDArray[np.float64],
-    tfidf: Any,
-    vocabulary: Sequence[str],
+    pair_cluster: NDArray[np.int64],
+    docs: CaseDocuments,
+    model: CaseEmbedding,
 ) -> list[dict[str, Any]]:
     passed = np.fromiter((bool(c.passed) for c in scored), dtype=bool, count=len(scored))
     risk = np.fromiter((c.risk_score or 0.0 for c in scored), dtype=np.float64, count=len(scored))
     category = np.asarray([c.category for c in scored], dtype=object)
     severity = np.asarray([c.severity for c in scored], dtype=object)
-    words = np.asarray(vocabulary, dtype=object)
     out = []
     for cid in range(int(case_cluster.max()) + 1):
         mask = case_cluster == cid
         size = int(mask.sum())
         if not size:
             continue
-        docs = np.flatnonzero(doc_cluster == cid)
-        centroid = np.asarray(tfidf[docs].T @ weights[docs]).ravel() / weights[docs].sum()
-        order = np.lexsort((words, -centroid))[:TOP_TERMS]
         cats = Counter(category[mask].tolist())
+        asked, happened = model.centroid_terms(docs, np.flatnonzero(pair_cluster == cid), TOP_TERMS)
         out.append(
             {
                 "id": cid,
                 "size": size,
                 "fail_rate": int(size - passed[mask].sum()) / size,
                 "risk_mean": math.fsum(np.sort(risk[mask]).tolist()) / size,
-                "top_terms": [str(words[i]) for i in order if centroid[i] > 0],
+                "top_terms": _interleave(asked, happened, TOP_TERMS),
+                "top_probe_terms": asked,
+                "top_verdict_terms": happened,
                 "dominant_category": _dominant(cats),
                 "dominant_severity": _dominant(Counter(severity[mask].tolist())),
                 "categories": dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))[:5]),
             }
         )
     return out
+
+
+def _interleave(first: list[str], second: list[str], top: int) -> list[str]:
+    """Alternate the two lists' terms, without repeats, up to ``top``."""
+    out: list[str] = []
+    for pair in zip(first, second, strict=False):
+        out.extend(t for t in pair if t not in out)
+    out.extend(t for t in first[len(second) :] + second[len(first) :] if t not in out)
+    return out[:top]
 
 
 def _dominant(counts: Counter[Any]) -> str:

@@ -11,12 +11,14 @@ starts after that prefix. An ``opening`` rule counts only when its first match s
 the response's opening characters.
 
 Per-pattern regexes are compiled with ``never_capture``, so finding a span needs only RE2's
-DFA, never its slower capture engines.
+DFA, never its slower capture engines, and are called through the binding's low-level match
+when it is available (a third of the cost of the ``search`` wrapper, same result).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,28 @@ SENTENCE_START = (
 
 _PREFIX = re.compile(SENTENCE_START, re.IGNORECASE)  # ours, simple: safe for Python's engine
 _MAX_MEM = 256 << 20  # RE2's memory budget for the set's DFA cache
+
+Span = Callable[[bytes, int], "tuple[int, int] | None"]
+"""Finds the first match at or after a byte offset: ``(start, end)`` in bytes, or ``None``."""
+
+
+def _span_finder(regex: Any) -> Span:
+    raw = getattr(regex, "_regexp", None)
+    anchor = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+    if raw is not None and anchor is not None and hasattr(raw, "Match"):
+        match = raw.Match
+
+        def fast(data: bytes, pos: int) -> tuple[int, int] | None:
+            span: tuple[int, int] = match(anchor, data, pos, len(data))[0]
+            return None if span[0] < 0 else span
+
+        return fast
+
+    def portable(data: bytes, pos: int) -> tuple[int, int] | None:
+        found = regex.search(data, pos)
+        return None if found is None else found.span()
+
+    return portable
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +91,8 @@ class Matcher:
         options.never_capture = True
         options.log_errors = False
         self._set = re2.Set.SearchSet(options)
-        self._patterns: list[tuple[int, Any]] = []  # set index -> (rule index, compiled regex)
-        self._by_rule: dict[int, list[Any]] = {}
+        self._patterns: list[tuple[int, Span]] = []  # set index -> (rule index, span finder)
+        self._by_rule: dict[int, list[Span]] = {}
         self._sentence = [r.scope == "sentence" for r in pack.rules]
         self._opening = [r.scope == "opening" for r in pack.rules]
         for index, rule in enumerate(pack.rules):
@@ -77,9 +101,9 @@ class Matcher:
             for pattern in rule.patterns:
                 full = f"{flags}{prefix}(?:{pattern})"
                 self._set.Add(full)
-                regex = re2.compile(full, options)
-                self._patterns.append((index, regex))
-                self._by_rule.setdefault(index, []).append(regex)
+                finder = _span_finder(re2.compile(full, options))
+                self._patterns.append((index, finder))
+                self._by_rule.setdefault(index, []).append(finder)
         self._set.Compile()
 
     def match(self, text: str) -> list[Hit]:
@@ -96,10 +120,11 @@ class Matcher:
         if not found:
             return []
         best: dict[int, tuple[int, int]] = {}
+        patterns = self._patterns
         for pid in found:
-            index, regex = self._patterns[pid]
-            span = regex.search(data).span()
-            if index not in best or span < best[index]:
+            index, find = patterns[pid]
+            span = find(data, 0)
+            if span is not None and (index not in best or span < best[index]):
                 best[index] = span
         hits = []
         is_ascii = len(data) == len(text)
@@ -121,11 +146,8 @@ class Matcher:
         data = text.encode("utf-8", "surrogatepass")
         is_ascii = len(data) == len(text)
         pos = char_pos if is_ascii else len(text[:char_pos].encode("utf-8", "surrogatepass"))
-        spans = [
-            m.span()
-            for regex in self._by_rule.get(rule, ())
-            if (m := regex.search(data, pos)) is not None
-        ]
+        finders = self._by_rule.get(rule, ())
+        spans = [span for find in finders if (span := find(data, pos)) is not None]
         if not spans:
             return None
         return self._hit(text, data, rule, min(spans), is_ascii)
