@@ -69,7 +69,7 @@ def score_files(
     config: ScoringConfig | None = None,
     seed: int = 0,
     observability_min_cases: int = DEFAULT_MIN_CASES,
-    workers: int | None = None,
+    workers: int | None = 1,
     on_progress: ProgressCallback | None = None,
     run_id: str | None = None,
     created_at: str | None = None,
@@ -84,8 +84,10 @@ def score_files(
         config: Pass threshold and severity weights.
         seed: Seeds the failure geometry.
         observability_min_cases: The fewest scored cases for which the geometry is built.
-        workers: Worker processes for scoring (default: one per CPU; small inputs are
-            always scored in this process).
+        workers: Worker processes for scoring: 1 (the default) scores in this process;
+            ``None`` uses one per CPU. Inputs under 8 MB are always scored in this process.
+            Worker processes start fresh interpreters, so a script that uses them needs the
+            usual ``if __name__ == "__main__":`` guard.
         on_progress: Called with progress as chunks are scored.
         run_id: The run id (default: a new one).
         created_at: The creation time (default: now).

@@ -21,7 +21,7 @@ def run_demo(
     out: str | Path | None,
     *,
     seed: int = 0,
-    workers: int | None = None,
+    workers: int | None = 1,
     on_progress: ProgressCallback | None = None,
     run_id: str | None = None,
     created_at: str | None = None,

@@ -1,9 +1,11 @@
 """Choose the number of clusters and fit KMeans on weighted points, deterministically.
 
 The rule (docs/metrics.md): try every k from 2 to ``k_max = min(max_clusters,
-floor(sqrt(n_cases / 2)), distinct points - 1)`` (at least 2); fit KMeans for each; keep the
-k with the highest silhouette on a seeded sample of at most ``silhouette_sample`` cases
-(ties go to the smaller k). Clusters are then renumbered by size, largest first.
+floor(sqrt(n_cases / 2)), distinct points - 1)`` (at least 2); fit KMeans for each on a
+weighted sample of at most ``select_max`` points; keep the k with the highest silhouette on a
+seeded sample of at most ``silhouette_sample`` cases (ties go to the smaller k); fit the
+chosen k on at most ``fit_max`` points and assign every point to its nearest centre.
+Clusters are then renumbered by size, largest first.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def choose_and_fit(
     max_clusters: int = 8,
     silhouette_sample: int = 2000,
     fit_max: int = 20_000,
+    select_max: int = 5_000,
 ) -> ClusterChoice:
     """Pick k by silhouette and cluster the weighted points.
 
@@ -50,42 +53,59 @@ def choose_and_fit(
         seed: Seeds KMeans and every sample.
         max_clusters: The largest k considered.
         silhouette_sample: How many cases the silhouette is measured on.
-        fit_max: Fit KMeans on at most this many distinct points (a weighted sample);
-            the others are then assigned to the nearest centre.
+        fit_max: Fit the final KMeans on at most this many distinct points (a weighted
+            sample); the others are then assigned to the nearest centre.
+        select_max: Fit the candidate KMeans (two initialisations each) on at most this many
+            of those points.
     """
     w = np.asarray(weights, dtype=np.float64)
     n_points, n_cases = points.shape[0], int(w.sum())
-    distinct = _distinct_rows(points)
+    rng = np.random.default_rng(seed)
+    fit_rows = _weighted_rows(rng, w, fit_max)
+    distinct = _distinct_rows(points[fit_rows])
     if distinct < 2:
         return ClusterChoice(np.zeros(n_points, dtype=np.int64), 1)
-    k_max = max(2, min(max_clusters, math.isqrt(n_cases // 2), distinct - 1))
-    k_max = min(k_max, distinct)
-    rng = np.random.default_rng(seed)
-    fit_rows = np.arange(n_points)
-    if n_points > fit_max:
-        fit_rows = np.sort(rng.choice(n_points, size=fit_max, replace=False, p=w / w.sum()))
+    k_max = min(max(2, min(max_clusters, math.isqrt(n_cases // 2), distinct - 1)), distinct)
+    select_rows = (
+        fit_rows
+        if fit_rows.size <= select_max
+        else np.sort(rng.choice(fit_rows, select_max, replace=False))
+    )
     sample = rng.choice(n_points, size=min(silhouette_sample, n_cases), replace=True, p=w / w.sum())
-    best: tuple[float, int, NDArray[np.int64]] | None = None
+    best: tuple[float, int] | None = None
     candidates: list[dict[str, float | int | None]] = []
     for k in range(2, k_max + 1):
-        labels = _kmeans(points, w, fit_rows, k, seed)
+        labels = _kmeans(points, w, select_rows, k=k, seed=seed, n_init=2)
         score = _silhouette(points[sample], labels[sample], seed)
         candidates.append({"k": k, "silhouette": score})
         if score is not None and (best is None or score > best[0]):
-            best = (score, k, labels)
-    if best is None:
-        labels = _kmeans(points, w, fit_rows, 2, seed)
-        best = (0.0, 2, labels)
-    _, k, labels = best
+            best = (score, k)
+    k = 2 if best is None else best[1]
+    labels = _kmeans(points, w, fit_rows, k=k, seed=seed, n_init=4)
     return ClusterChoice(_by_size(labels, w), len(np.unique(labels)), candidates)
 
 
+def _weighted_rows(
+    rng: np.random.Generator, w: NDArray[np.float64], limit: int
+) -> NDArray[np.int64]:
+    """All rows, or a sample of ``limit`` drawn in proportion to weight, in order."""
+    if w.size <= limit:
+        return np.arange(w.size)
+    return np.sort(rng.choice(w.size, size=limit, replace=False, p=w / w.sum()))
+
+
 def _kmeans(
-    points: NDArray[np.float64], w: NDArray[np.float64], rows: NDArray[np.int64], k: int, seed: int
+    points: NDArray[np.float64],
+    w: NDArray[np.float64],
+    rows: NDArray[np.int64],
+    *,
+    k: int,
+    seed: int,
+    n_init: int,
 ) -> NDArray[np.int64]:
     from sklearn.cluster import KMeans
 
-    model = KMeans(n_clusters=k, n_init=4, random_state=seed, max_iter=300)
+    model = KMeans(n_clusters=k, n_init=n_init, random_state=seed, max_iter=300)
     model.fit(points[rows], sample_weight=w[rows])
     labels: NDArray[np.int64] = model.predict(points).astype(np.int64)
     return labels

@@ -103,27 +103,34 @@ def build_documents(cases: Sequence[CaseScore]) -> CaseDocuments:
     verdicts: dict[tuple[object, ...], int] = {}
     probe_texts: list[str] = []
     verdict_texts: list[str] = []
-    case_probe = np.empty(len(cases), dtype=np.int64)
-    case_verdict = np.empty(len(cases), dtype=np.int64)
-    for i, case in enumerate(cases):
+    probe_of: list[int] = []
+    verdict_of: list[int] = []
+    for case in cases:
         p = probes.get(case.probe_id)
         if p is None:
             p = probes[case.probe_id] = len(probe_texts)
             probe_texts.append(probe_document(case))
+        risk = case.risk_score or 0.0
         key = (
             case.status,
             case.expect,
-            risk_band(case.risk_score or 0.0),
-            tuple(case.matched_boundary_patterns),
-            tuple(case.matched_unsafe_patterns),
-            tuple(case.matched_safe_patterns),
-            tuple(case.detected_failure_modes),
+            0 if risk < 0.2 else 1 if risk < 0.5 else 2 if risk < 0.8 else 3,  # the risk band
+            *case.matched_boundary_patterns,
+            None,
+            *case.matched_unsafe_patterns,
+            None,
+            *case.matched_safe_patterns,
+            None,
+            *case.detected_failure_modes,
         )
         v = verdicts.get(key)
         if v is None:
             v = verdicts[key] = len(verdict_texts)
             verdict_texts.append(verdict_document(case))
-        case_probe[i], case_verdict[i] = p, v
+        probe_of.append(p)
+        verdict_of.append(v)
+    case_probe = np.asarray(probe_of, dtype=np.int64)
+    case_verdict = np.asarray(verdict_of, dtype=np.int64)
     combined = case_probe * max(1, len(verdict_texts)) + case_verdict
     # Pairs numbered in order of first appearance, so the result follows the cases' order.
     unique, first, inverse, counts = np.unique(

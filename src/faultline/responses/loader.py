@@ -30,7 +30,8 @@ __all__ = [
 CHUNK_BYTES = 4 << 20
 _DECODER = msgspec.json.Decoder(Response)
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason")
-_BLANK_LINE = re.compile(rb"(?:\A|\n)[ \t\r]*(?:\n|\Z)")
+_BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # starts with a literal: re scans for it at memchr speed
+_SPACE_STARTS = (b"\n", b"\r", b" ", b"\t")
 _PATH_FIELD = re.compile(r"at `\$(?:\[\d+\])?\.([A-Za-z_]+)")
 
 
@@ -149,7 +150,7 @@ def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         records = None
     if records is not None:
-        if _BLANK_LINE.search(chunk) is None:
+        if chunk[:1] not in _SPACE_STARTS and _BLANK_LINE.search(chunk) is None:
             n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
             lines = list(range(first_line, first_line + n_lines))
         else:

@@ -18,7 +18,7 @@ when it is available (a third of the cost of the ``search`` wrapper, same result
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,25 +115,46 @@ class Matcher:
         Returns:
             One hit per matching rule, ordered by position in the text, then rule index.
         """
-        data = text.encode("utf-8", "surrogatepass")
-        found = self._set.Match(data)
-        if not found:
-            return []
-        best: dict[int, tuple[int, int]] = {}
-        patterns = self._patterns
-        for pid in found:
-            index, find = patterns[pid]
-            span = find(data, 0)
-            if span is not None and (index not in best or span < best[index]):
-                best[index] = span
-        hits = []
-        is_ascii = len(data) == len(text)
-        for index, span in best.items():
-            hit = self._hit(text, data, index, span, is_ascii)
-            if hit is not None:
-                hits.append(hit)
-        hits.sort(key=lambda h: (h.start, h.rule))
-        return hits
+        return self.match_batch([text])[0]
+
+    def match_batch(self, texts: Sequence[str]) -> list[list[Hit]]:
+        """:meth:`match` for many texts at once, faster than one at a time.
+
+        The set runs over every text first, then each pattern that hit finds its spans in
+        all the texts it hit, so each automaton stays in the CPU's caches while it works.
+
+        Args:
+            texts: The responses.
+
+        Returns:
+            For each text, its hits as :meth:`match` gives them.
+        """
+        datas = [t.encode("utf-8", "surrogatepass") for t in texts]
+        run_set = self._set.Match
+        by_pattern: dict[int, list[int]] = {}
+        for i, data in enumerate(datas):
+            for pid in run_set(data) or ():
+                by_pattern.setdefault(pid, []).append(i)
+        best: list[dict[int, tuple[int, int]]] = [{} for _ in texts]
+        for pid, which in by_pattern.items():
+            rule, find = self._patterns[pid]
+            for i in which:
+                span = find(datas[i], 0)
+                if span is not None:
+                    current = best[i].get(rule)
+                    if current is None or span < current:
+                        best[i][rule] = span
+        out: list[list[Hit]] = []
+        for text, data, spans in zip(texts, datas, best, strict=True):
+            is_ascii = len(data) == len(text)
+            hits = [
+                h
+                for rule, span in spans.items()
+                if (h := self._hit(text, data, rule, span, is_ascii))
+            ]
+            hits.sort(key=_position)
+            out.append(hits)
+        return out
 
     def search_after(self, text: str, rule: int, char_pos: int) -> Hit | None:
         """The first occurrence of ``rule`` that starts at or after ``char_pos``, if any.
@@ -156,13 +177,21 @@ class Matcher:
         self, text: str, data: bytes, rule: int, span: tuple[int, int], is_ascii: bool
     ) -> Hit | None:
         start, end = span if is_ascii else (_char_len(data[: span[0]]), _char_len(data[: span[1]]))
-        if self._sentence[rule]:
+        if self._sentence[rule] and not text[start : start + 1].isalpha():
             prefix = _PREFIX.match(text, start, end)
             if prefix is not None:
                 start = prefix.end()
+        while start < end and text[start].isspace():  # evidence is the words, not the gaps
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
         if self._opening[rule] and start >= self.opening_chars:
             return None
         return Hit(rule, start, end)
+
+
+def _position(hit: Hit) -> tuple[int, int]:
+    return hit.start, hit.rule
 
 
 def _char_len(prefix: bytes) -> int:
