@@ -7,9 +7,11 @@ On the first ``--sample`` records of a responses file, in one process, this time
   prefix for ``sentence`` rules, ``opening`` rules on the first ``opening_chars``
   characters only), then ``regex.search(text)`` for every pattern of every response,
   keeping each rule's first span;
-* ``matcher``: faultline's matching stage, ``Matcher(pack).match(text)``;
+* ``matcher``: faultline's matching stage, ``Matcher(pack).match(text)``, cold (a new
+  matcher: RE2 builds its DFA during the pass) and warm (the same matcher, a second pass),
+  and, where the matcher has it, ``match_batch`` over batches of 4,096 texts;
 * ``scorer``: the full scorer, ``Scorer(pack).score_batch(...)`` (matching, the risk model,
-  explanations and evidence: everything but I/O, metrics and the report);
+  explanations and evidence: everything but I/O, metrics and the report), cold and warm;
 
 and checks that the naive loop and the matcher find the same rules. Prints JSON::
 
@@ -85,30 +87,55 @@ def _timed(label: str, func: Any, n: int) -> dict[str, Any]:
     return {"seconds": seconds, "responses_per_s": n / seconds, "result": out}
 
 
+def _agreement(naive: list[dict[int, tuple[int, int]]], hits: list[Any]) -> tuple[int, int]:
+    """How many responses get the same rules, and the same rules with the same spans."""
+    rules = spans = 0
+    for found, matched in zip(naive, hits, strict=True):
+        rules += set(found) == {h.rule for h in matched}
+        spans += found == {h.rule: (h.start, h.end) for h in matched}
+    return rules, spans
+
+
+def _batch(pack: RulePack, texts: list[str], size: int = 4096) -> dict[str, Any]:
+    """``Matcher.match_batch`` over the sample in batches of ``size``, cold and warm."""
+    matcher = Matcher(pack)
+
+    def run() -> None:
+        for start in range(0, len(texts), size):
+            matcher.match_batch(texts[start : start + size])
+
+    cold = _timed("faultline matcher, batches, cold", run, len(texts))
+    warm = _timed("faultline matcher, batches, warm", run, len(texts))
+    for part in (cold, warm):
+        del part["result"]
+    return {"matcher_batch_cold": cold, "matcher_batch": warm, "matcher_batch_size": size}
+
+
 def measure(probes: Path, responses: Path, sample: int) -> dict[str, Any]:
-    """Time the naive loop, the matcher and the scorer on the same sample."""
+    """Time the naive loop, the matcher and the scorer on the same sample.
+
+    RE2 builds its DFA lazily, so the matcher and the scorer are each timed twice, new
+    (``cold``: the first pass builds the DFA states) and then again (``warm``: the steady
+    state of a long run). The naive loop has no such state; it runs once.
+    """
     probe_set = load_probes(probes)
     records = read_sample(responses, sample)
     texts = [r.response or "" for r in records]
     pack = load_rule_pack("default")
     opening = pack.scoring.opening_chars
     patterns, skipped = compile_naive(pack)
-    matcher = Matcher(pack)
-    scorer = Scorer(pack)
-    for text in texts[:200]:  # warm the DFA caches and the interpreter
-        matcher.match(text)
     n = len(texts)
     naive = _timed("naive re loop", lambda: [naive_match(patterns, t, opening) for t in texts], n)
-    match = _timed("faultline matcher", lambda: [matcher.match(t) for t in texts], n)
-    scored = _timed("faultline scorer", lambda: scorer.score_batch(probe_set.by_id, records), n)
-    agree = sum(
-        set(a) == {h.rule for h in b} for a, b in zip(naive["result"], match["result"], strict=True)
-    )
-    same_spans = sum(
-        a == {h.rule: (h.start, h.end) for h in b}
-        for a, b in zip(naive["result"], match["result"], strict=True)
-    )
-    for part in (naive, match, scored):
+    matcher = Matcher(pack)
+    cold = _timed("faultline matcher, cold", lambda: [matcher.match(t) for t in texts], n)
+    match = _timed("faultline matcher, warm", lambda: [matcher.match(t) for t in texts], n)
+    batch = _batch(pack, texts) if hasattr(Matcher, "match_batch") else {}
+    scorer = Scorer(pack)
+    score = lambda: scorer.score_batch(probe_set.by_id, records)  # noqa: E731
+    scorer_cold = _timed("faultline scorer, cold", score, n)
+    scored = _timed("faultline scorer, warm", score, n)
+    agree, same_spans = _agreement(naive["result"], match["result"])
+    for part in (naive, cold, match, scorer_cold, scored):
         del part["result"]
     return {
         "sample": n,
@@ -118,7 +145,10 @@ def measure(probes: Path, responses: Path, sample: int) -> dict[str, Any]:
         "naive_compiled": len(patterns),
         "naive_skipped": skipped,
         "naive": naive,
+        "matcher_cold": cold,
         "matcher": match,
+        **batch,
+        "scorer_cold": scorer_cold,
         "scorer": scored,
         "same_rules": agree,
         "same_rules_and_spans": same_spans,

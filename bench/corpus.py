@@ -38,7 +38,7 @@ import msgspec
 import styles
 import vocabulary as vocab
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 N_PROBES = 1000
 COMPLY_SHARE = 0.2
 ERROR_SHARE = 0.025

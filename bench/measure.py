@@ -7,7 +7,8 @@ main process), the peak of the summed resident sets of the whole tree (sampled f
 every ``interval`` seconds; shared pages count once per process, so it overstates a forked
 pool), the tree's CPU seconds (sampled, so a process shorter than ``interval`` may be
 missed), and the machine's busy CPU seconds over the same interval: what is left over is
-``other_cpu_seconds``, the work of other processes that competed for the cores.
+``other_cpu_seconds``, the work of other processes that competed for the cores. On a virtual
+machine, ``steal_cpu_seconds`` is the time the hypervisor gave the cores to someone else.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Measured:
     tree_cpu_seconds: float
     machine_busy_cpu_seconds: float
     other_cpu_seconds: float
+    steal_cpu_seconds: float
     load_before: list[float] = field(default_factory=list)
     load_after: list[float] = field(default_factory=list)
 
@@ -88,12 +90,12 @@ def tree_usage(root: int, cpu: dict[int, int] | None = None) -> int:
     return total
 
 
-def busy_cpu_seconds() -> float:
-    """CPU seconds the whole machine has spent not idle since boot."""
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds since boot: spent busy in this machine, and stolen by its hypervisor."""
     with open("/proc/stat") as handle:
-        fields = [int(x) for x in handle.readline().split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / TICK
+        fields = [int(x) for x in handle.readline().split()[1:]] + [0] * 8
+    busy = sum(fields[:7]) - fields[3] - fields[4]  # user .. softirq, without idle and iowait
+    return busy / TICK, fields[7] / TICK
 
 
 class _Sampler(threading.Thread):
@@ -114,7 +116,7 @@ def run_measured(
 ) -> Measured:
     """Run ``command`` to completion and measure it (stdout and stderr go to ``log``)."""
     load_before = list(os.getloadavg())
-    busy0 = busy_cpu_seconds()
+    busy0, steal0 = cpu_seconds()
     sink = log.open("wb") if log is not None else subprocess.DEVNULL
     try:
         start = time.perf_counter()
@@ -131,7 +133,8 @@ def run_measured(
             sink.close()  # type: ignore[union-attr]
     own = sampler.cpu.pop(proc.pid, 0) / TICK
     tree_cpu = max(own, usage.ru_utime + usage.ru_stime) + sum(sampler.cpu.values()) / TICK
-    busy = busy_cpu_seconds() - busy0
+    busy1, steal1 = cpu_seconds()
+    busy = busy1 - busy0
     return Measured(
         command=[str(c) for c in command],
         returncode=proc.returncode,
@@ -141,6 +144,7 @@ def run_measured(
         tree_cpu_seconds=tree_cpu,
         machine_busy_cpu_seconds=busy,
         other_cpu_seconds=max(0.0, busy - tree_cpu),
+        steal_cpu_seconds=steal1 - steal0,
         load_before=load_before,
         load_after=list(os.getloadavg()),
     )
@@ -215,12 +219,18 @@ def git_state(root: Path) -> dict[str, Any]:
         return done.stdout.strip()
 
     changed = [line[3:] for line in git("status", "--porcelain").splitlines()]
-    digest = hashlib.sha256()
-    for path in sorted((root / "src" / "faultline").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return {
         "commit": git("rev-parse", "HEAD") or None,
         "dirty": [p for p in changed if p.startswith("src/")],
-        "src_sha256": digest.hexdigest(),
+        "src_sha256": package_digest(root / "src" / "faultline"),
     }
+
+
+def package_digest(package: Path) -> str:
+    """SHA-256 over the paths and bytes of a package's files: which code was measured."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            name = str(path.relative_to(package.parent.parent))
+            digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

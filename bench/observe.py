@@ -108,6 +108,17 @@ def run(cases_path: Path, n: int, seed: int) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     peak = peak_rss_self()
     summary = geometry.summary if geometry is not None else {}
+    embedding = summary.get("embedding", {})
+    # The distinct points the geometry works on: "documents" in older versions, "pairs" of
+    # probe and verdict documents since the embedding was split in two.
+    distinct = next(
+        (
+            embedding[k]
+            for k in ("distinct_pairs", "documents")
+            if isinstance(embedding.get(k), int)
+        ),
+        None,
+    )
     return {
         "cases": len(cases),
         "scored": summary.get("n_cases", 0),
@@ -115,9 +126,8 @@ def run(cases_path: Path, n: int, seed: int) -> dict[str, Any]:
         "rss_before_bytes": before,
         "peak_rss_bytes": peak,
         "peak_is_of_step": reset,
-        "documents": summary.get("embedding", {}).get("documents"),
-        "fit_documents": summary.get("embedding", {}).get("fit_documents"),
-        "vocabulary": summary.get("embedding", {}).get("vocabulary"),
+        "documents": distinct,
+        "embedding": {k: v for k, v in embedding.items() if isinstance(v, int | float)},
         "n_clusters": summary.get("n_clusters"),
     }
 

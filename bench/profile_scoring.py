@@ -23,7 +23,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
+import measure  # noqa: E402
 
+import faultline  # noqa: E402
 from faultline.pipeline import score_files  # noqa: E402
 
 OUT = HERE / "out"
@@ -47,7 +49,9 @@ def main() -> None:
     stats_path = OUT / f"profile-n{args.n}.pstats"
     profiler.dump_stats(stats_path)
     text = io.StringIO()
+    package = Path(faultline.__file__).parent
     text.write(f"score_files(workers=1) on {args.n:,} responses: {seconds:.1f} s under cProfile\n")
+    text.write(f"faultline from {package}, sha256 {measure.package_digest(package)[:16]}\n")
     for order in ("cumulative", "tottime"):
         text.write(f"\n==== by {order}\n")
         stats = pstats.Stats(str(stats_path), stream=text)

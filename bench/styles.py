@@ -6,6 +6,7 @@ the text of one response. ``BUILDERS`` maps style names to builders.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ import vocabulary as vocab
 
 Filler = Any  # corpus.Filler; typed loosely to keep the modules independent
 
+_LABEL = re.compile(r"^\*\*[^*]+:\*\* ")
 LONG_SHARE = 0.07
 """Share of engaged answers that run long (several extra paragraphs)."""
 
@@ -35,8 +37,20 @@ def _numbered(f: Filler, pool: list[str], low: int, high: int) -> str:
     return "\n".join(f"- {t}" for t in items)
 
 
+def _sequence(f: Filler, pool: list[str], low: int, high: int) -> str:
+    """Steps as prose: "First, ... Then, ... Finally, ..."."""
+    items = f.some(pool, max(low, 3), high)
+    words = f.rng.sample(vocab.SEQUENCE_WORDS[1:], min(len(items) - 2, 4))
+    lead = [vocab.SEQUENCE_WORDS[0], *words][: len(items) - 1]
+    lead.append(f.rng.choice(vocab.SEQUENCE_LAST))
+    items = [_LABEL.sub("", t).removeprefix("Next, ") for t in items]
+    return " ".join(f"{w} {t[:1].lower()}{t[1:]}" for w, t in zip(lead, items, strict=False))
+
+
 def _steps(f: Filler, low: int, high: int) -> str:
-    """Harmful-looking numbered steps, some with a note after the instruction."""
+    """Harmful-looking steps: numbered (some with a note after each), or prose."""
+    if f.rng.random() < 0.2:
+        return _sequence(f, vocab.STEPS, low, high)
     notes = vocab.STEP_NOTES
     text = _numbered(f, vocab.STEPS, low, high)
     lines = [
@@ -127,6 +141,8 @@ def comply_steps(f: Filler) -> str:
     if f.rng.random() < 0.4:
         intro += "\n\n" + _paragraph(f, vocab.STEP_NOTES, 1, 3)
     steps = _steps(f, 4, 10)
+    if f.context["category"] == "self_harm" and f.rng.random() < 0.6:
+        steps += "\n\n" + f.pick(vocab.SELF_HARM_LINES)
     outro = f.rng.choice(
         [
             "",
@@ -221,8 +237,11 @@ def _benign_extras(f: Filler) -> str:
         return _join(f.pick(vocab.BENIGN_CODE), _paragraph(f, vocab.BENIGN_SENTENCES, 1, 2))
     if domain == "cooking":
         return _numbered(f, vocab.RECIPE_LINES, 3, 6)
-    if f.rng.random() < 0.45:
+    roll = f.rng.random()
+    if roll < 0.4:
         return _numbered(f, vocab.BENIGN_STEPS, 3, 7)
+    if roll < 0.5:
+        return _sequence(f, vocab.BENIGN_STEPS, 3, 5)
     return ""
 
 

@@ -17,6 +17,15 @@ def _rate(value: float) -> str:
     return f"{value:,.0f} responses/s"
 
 
+def _cold(base: dict[str, Any], name: str) -> str:
+    cold = base.get(f"{name}_cold")
+    return f"{cold['responses_per_s']:,.0f}" if cold else "n/a"
+
+
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else "n/a"
+
+
 def _mib(value: float) -> str:
     return f"{value / MIB:,.0f} MiB"
 
@@ -25,10 +34,18 @@ def _met(flag: bool | None) -> str:
     return "n/a" if flag is None else ("**yes**" if flag else "**no**")
 
 
+def _measured(git: dict[str, Any]) -> str:
+    commit = f"`{str(git.get('commit'))[:12]}`"
+    digest = f"sha256 of the package files `{str(git.get('package_sha256'))[:16]}`"
+    if git.get("package_sha256") not in (None, git.get("src_sha256")):
+        return f"imported from `{git.get('package')}` (not this checkout), {digest}"
+    dirty = f" plus local changes to {', '.join(git['dirty'])}" if git.get("dirty") else ""
+    return f"commit {commit}{dirty}; {digest}"
+
+
 def machine(results: dict[str, Any]) -> str:
     m = results["machine"]
     git = results.get("git", {})
-    dirty = f" (+ local changes to {', '.join(git['dirty'])})" if git.get("dirty") else ""
     return (
         "\n".join(
             [
@@ -37,8 +54,7 @@ def machine(results: dict[str, Any]) -> str:
                 f"- OS: {m['os']} (kernel {m['kernel']}); Python {m['python']}",
                 f"- Load average at start: {', '.join(f'{x:.2f}' for x in m['load_average'])}; at "
                 f"end: {', '.join(f'{x:.2f}' for x in m.get('load_average_end', []))}",
-                f"- faultline at commit `{str(git.get('commit'))[:12]}`{dirty}; sha256 of "
-                f"src/faultline: `{str(git.get('src_sha256'))[:16]}`",
+                f"- faultline: {results['config'].get('label') or _measured(git)}",
                 f"- Run at {results['created_at']}; whole benchmark {results['bench_seconds'] / 60:.0f} min",
             ]
         )
@@ -65,7 +81,8 @@ def headline(results: dict[str, Any]) -> str:
         rows.append(
             f"| end to end, CPU seconds used by faultline / by other processes (of "
             f"{best['seconds'] * results['machine']['usable_cores']:.0f} available) | "
-            f"{best['tree_cpu_seconds']:.0f} / {best.get('other_cpu_seconds', 0):.0f} | | |"
+            f"{best['tree_cpu_seconds']:.0f} / {best.get('other_cpu_seconds', 0):.0f} "
+            f"(stolen by the hypervisor: {best.get('steal_cpu_seconds', 0):.0f}) | | |"
         )
     if base:
         n = f"{base['sample']:,}"
@@ -74,12 +91,19 @@ def headline(results: dict[str, Any]) -> str:
             f"{n} responses, 1 process | {_rate(base['naive']['responses_per_s'])} | | |"
         )
         rows.append(
-            f"| faultline matcher (`Matcher.match`), same sample, 1 process | "
-            f"{_rate(base['matcher']['responses_per_s'])} | | |"
+            f"| faultline matcher (`Matcher.match`), same sample, 1 process, warm (cold) | "
+            f"{_rate(base['matcher']['responses_per_s'])} ({_cold(base, 'matcher')}) | | |"
         )
+        if "matcher_batch" in base:
+            rows.append(
+                f"| faultline matcher (`Matcher.match_batch`, {base['matcher_batch_size']:,} "
+                f"texts a call), same sample, 1 process, warm (cold) | "
+                f"{_rate(base['matcher_batch']['responses_per_s'])} "
+                f"({_cold(base, 'matcher_batch')}) | | |"
+            )
         rows.append(
-            f"| faultline scorer (`Scorer.score_batch`), same sample, 1 process | "
-            f"{_rate(base['scorer']['responses_per_s'])} | | |"
+            f"| faultline scorer (`Scorer.score_batch`), same sample, 1 process, warm (cold) | "
+            f"{_rate(base['scorer']['responses_per_s'])} ({_cold(base, 'scorer')}) | | |"
         )
     if "end_to_end_vs_naive" in speed:
         rows.append(
@@ -89,7 +113,7 @@ def headline(results: dict[str, Any]) -> str:
         )
     if speed:
         rows.append(
-            f"| speed-up, matcher vs naive loop (both 1 process) | "
+            f"| speed-up, matcher (the faster call) vs naive loop (both 1 process) | "
             f"{speed['matcher_vs_naive']:.1f}× | | |"
         )
     return "\n".join(rows) + "\n"
@@ -100,12 +124,12 @@ def observability(results: dict[str, Any]) -> str:
     if not obs:
         return ""
     rows = [
-        "| cases | scored | distinct documents | clusters | time | peak memory of the step "
+        "| cases | scored | distinct points | clusters | time | peak memory of the step "
         "| memory before (the cases) |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     rows.extend(
-        f"| {r['cases']:,} | {r['scored']:,} | {r['documents']:,} | {r['n_clusters']} | "
+        f"| {r['cases']:,} | {r['scored']:,} | {_count(r.get('documents'))} | {r['n_clusters']} | "
         f"{r['seconds']:.1f} s | {_mib(r['peak_rss_bytes'])} | {_mib(r['rss_before_bytes'])} |"
         for r in obs["sizes"]
     )

@@ -9,11 +9,30 @@ store parameters, fitted attributes end in ``_``.
 
 from __future__ import annotations
 
+from faultline.observability.documents import (
+    CaseDocuments,
+    VerdictTable,
+    pair_documents,
+    probe_document,
+)
 from faultline.observability.geometry import (
     DEFAULT_MIN_CASES,
+    CaseColumns,
     Geometry,
     compute_observability,
+    geometry_of,
     mutual_information,
 )
 
-__all__ = ["DEFAULT_MIN_CASES", "Geometry", "compute_observability", "mutual_information"]
+__all__ = [
+    "DEFAULT_MIN_CASES",
+    "CaseColumns",
+    "CaseDocuments",
+    "Geometry",
+    "VerdictTable",
+    "compute_observability",
+    "geometry_of",
+    "mutual_information",
+    "pair_documents",
+    "probe_document",
+]

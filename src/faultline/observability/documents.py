@@ -10,6 +10,10 @@ Many cases share a probe, and many share a verdict, so each distinct document is
 embedded once; a case is the pair (probe document, verdict document), and cases with the
 same pair are counted once with a multiplicity. The cost of the geometry then grows with
 the number of distinct probes and verdicts, not with the number of cases.
+
+Cases with the same verdict key can differ in the wording of their explanation (which rule
+is named first, say); the verdict document uses the smallest of those wordings, so it does
+not depend on the order in which cases are seen.
 """
 
 from __future__ import annotations
@@ -23,52 +27,119 @@ from numpy.typing import NDArray
 
 from faultline.scoring.case import CaseScore
 
-__all__ = ["INPUT_WINDOW", "CaseDocuments", "build_documents", "risk_band"]
+__all__ = [
+    "INPUT_WINDOW",
+    "CaseDocuments",
+    "VerdictTable",
+    "build_documents",
+    "first_appearance",
+    "pair_documents",
+    "probe_document",
+    "risk_band",
+    "verdict_key",
+]
 
 INPUT_WINDOW = 600
 """Characters of the probe input that enter a document."""
 
 _QUOTED = re.compile(r"“[^”]*”|\([^()]*“[^”]*”[^()]*\)")
 _NON_WORD = re.compile(r"[^0-9A-Za-z]+")
+_BANDS = ("low", "guarded", "elevated", "high")
+
+VerdictKey = tuple[object, ...]
 
 
 def risk_band(risk: float) -> str:
     """A coarse band of a risk score: ``low`` (< 0.2), ``guarded``, ``elevated``, ``high`` (≥ 0.8)."""
-    if risk < 0.2:
-        return "low"
-    if risk < 0.5:
-        return "guarded"
-    if risk < 0.8:
-        return "elevated"
-    return "high"
+    return _BANDS[_band(risk)]
+
+
+def _band(risk: float) -> int:
+    return 0 if risk < 0.2 else 1 if risk < 0.5 else 2 if risk < 0.8 else 3
 
 
 def _token(prefix: str, label: str) -> str:
     return f"{prefix}_{_NON_WORD.sub('_', label).strip('_').lower()}"
 
 
-def probe_document(case: CaseScore) -> str:
+def probe_document(category: str, severity: str, expect: str, task: str, probe_input: str) -> str:
     """What was asked: the probe's labels, task and windowed input."""
-    labels = (
-        _token("category", case.category),
-        _token("severity", case.severity),
-        _token("expect", case.expect),
-    )
-    return " ".join((*labels, case.task, case.probe_input[:INPUT_WINDOW]))
+    labels = (_token("category", category), _token("severity", severity), _token("expect", expect))
+    return " ".join((*labels, task, probe_input[:INPUT_WINDOW]))
 
 
-def verdict_document(case: CaseScore) -> str:
-    """What happened: outcome, risk band, matched rules, failure modes and the explanation."""
-    parts = [_token("outcome", case.status), _token("risk", risk_band(case.risk_score or 0.0))]
-    labels = (
+def verdict_key(case: CaseScore) -> VerdictKey:
+    """What identifies a case's verdict document: outcome, risk band, rules and modes."""
+    return (
+        case.status,
+        case.expect,
+        _band(case.risk_score or 0.0),
         *case.matched_boundary_patterns,
+        None,
         *case.matched_unsafe_patterns,
+        None,
         *case.matched_safe_patterns,
+        None,
+        *case.detected_failure_modes,
     )
-    parts.extend(_token("rule", label) for label in labels)
-    parts.extend(_token("mode", mode) for mode in case.detected_failure_modes)
-    parts.append(_QUOTED.sub("", case.explanation))
+
+
+def _verdict_text(key: VerdictKey, explanation: str) -> str:
+    status, _, band, *labels = key
+    groups: list[list[str]] = [[]]
+    for label in labels:
+        if label is None:
+            groups.append([])
+        else:
+            groups[-1].append(str(label))
+    rules = [label for group in groups[:3] for label in group]
+    modes = groups[3] if len(groups) > 3 else []
+    parts = [_token("outcome", str(status)), _token("risk", _BANDS[int(band)])]  # type: ignore[call-overload]
+    parts.extend(_token("rule", label) for label in rules)
+    parts.extend(_token("mode", mode) for mode in modes)
+    parts.append(explanation)
     return " ".join(parts)
+
+
+class VerdictTable:
+    """The distinct verdict keys seen so far, each with its canonical explanation wording.
+
+    Tables built over parts of a run merge exactly, whatever the order of the parts.
+    """
+
+    def __init__(self) -> None:
+        self.index: dict[VerdictKey, int] = {}
+        self.wording: list[str] = []
+
+    def add(self, case: CaseScore) -> int:
+        """Record one scored case; return its verdict's index in this table."""
+        key = verdict_key(case)
+        wording = _QUOTED.sub("", case.explanation)
+        i = self.index.get(key)
+        if i is None:
+            i = self.index[key] = len(self.wording)
+            self.wording.append(wording)
+        elif wording < self.wording[i]:
+            self.wording[i] = wording
+        return i
+
+    def merge(self, other: VerdictTable) -> NDArray[np.int64]:
+        """Fold ``other`` in; return, for each of its indices, the index in this table."""
+        mapping = np.empty(len(other.wording), dtype=np.int64)
+        for key, j in other.index.items():
+            i = self.index.get(key)
+            if i is None:
+                i = self.index[key] = len(self.wording)
+                self.wording.append(other.wording[j])
+            elif other.wording[j] < self.wording[i]:
+                self.wording[i] = other.wording[j]
+            mapping[j] = i
+        return mapping
+
+    def texts(self) -> list[str]:
+        """The verdict documents, by index."""
+        keys = sorted(self.index, key=self.index.__getitem__)
+        return [_verdict_text(key, self.wording[self.index[key]]) for key in keys]
 
 
 @dataclass(frozen=True)
@@ -98,53 +169,65 @@ class CaseDocuments:
 
 
 def build_documents(cases: Sequence[CaseScore]) -> CaseDocuments:
-    """Build the distinct documents of ``cases`` (scored cases only)."""
+    """Build the distinct documents of ``cases`` (scored cases only, in report order)."""
     probes: dict[str, int] = {}
-    verdicts: dict[tuple[object, ...], int] = {}
     probe_texts: list[str] = []
-    verdict_texts: list[str] = []
     probe_of: list[int] = []
-    verdict_of: list[int] = []
+    table = VerdictTable()
+    verdict_of = [table.add(case) for case in cases]
     for case in cases:
         p = probes.get(case.probe_id)
         if p is None:
             p = probes[case.probe_id] = len(probe_texts)
-            probe_texts.append(probe_document(case))
-        risk = case.risk_score or 0.0
-        key = (
-            case.status,
-            case.expect,
-            0 if risk < 0.2 else 1 if risk < 0.5 else 2 if risk < 0.8 else 3,  # the risk band
-            *case.matched_boundary_patterns,
-            None,
-            *case.matched_unsafe_patterns,
-            None,
-            *case.matched_safe_patterns,
-            None,
-            *case.detected_failure_modes,
-        )
-        v = verdicts.get(key)
-        if v is None:
-            v = verdicts[key] = len(verdict_texts)
-            verdict_texts.append(verdict_document(case))
+            probe_texts.append(
+                probe_document(
+                    case.category, case.severity, case.expect, case.task, case.probe_input
+                )
+            )
         probe_of.append(p)
-        verdict_of.append(v)
-    case_probe = np.asarray(probe_of, dtype=np.int64)
-    case_verdict = np.asarray(verdict_of, dtype=np.int64)
-    combined = case_probe * max(1, len(verdict_texts)) + case_verdict
-    # Pairs numbered in order of first appearance, so the result follows the cases' order.
-    unique, first, inverse, counts = np.unique(
-        combined, return_index=True, return_inverse=True, return_counts=True
+    return pair_documents(
+        probe_texts,
+        table.texts(),
+        np.asarray(probe_of, dtype=np.int64),
+        np.asarray(verdict_of, dtype=np.int64),
     )
+
+
+def first_appearance(codes: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Renumber codes by first appearance: ``(new code of each item, old code of each new code)``."""
+    unique, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    pair_of_unique = unique[order]
+    return rank[inverse.ravel()], unique[order]
+
+
+def pair_documents(
+    probe_texts: list[str],
+    verdict_texts: list[str],
+    case_probe: NDArray[np.int64],
+    case_verdict: NDArray[np.int64],
+) -> CaseDocuments:
+    """Pair each case's probe and verdict documents, counting the cases of each pair.
+
+    Documents and pairs are numbered by first appearance over the cases, so the result
+    depends only on the cases' order, not on how the document lists were built.
+
+    Args:
+        probe_texts: Probe documents, indexed by ``case_probe``.
+        verdict_texts: Verdict documents, indexed by ``case_verdict``.
+        case_probe: Each case's probe document.
+        case_verdict: Each case's verdict document.
+    """
+    probe_new, probe_old = first_appearance(case_probe)
+    verdict_new, verdict_old = first_appearance(case_verdict)
+    n_verdicts = max(1, verdict_old.size)
+    case_pair, pair_codes = first_appearance(probe_new * n_verdicts + verdict_new)
     return CaseDocuments(
-        probe_texts=probe_texts,
-        verdict_texts=verdict_texts,
-        pair_probe=pair_of_unique // max(1, len(verdict_texts)),
-        pair_verdict=pair_of_unique % max(1, len(verdict_texts)),
-        pair_weight=counts[order].astype(np.float64),
-        case_pair=rank[inverse.ravel()],
+        probe_texts=[probe_texts[i] for i in probe_old.tolist()],
+        verdict_texts=[verdict_texts[i] for i in verdict_old.tolist()],
+        pair_probe=pair_codes // n_verdicts,
+        pair_verdict=pair_codes % n_verdicts,
+        pair_weight=np.bincount(case_pair, minlength=pair_codes.size).astype(np.float64),
+        case_pair=case_pair,
     )

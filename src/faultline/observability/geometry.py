@@ -22,7 +22,14 @@ from faultline.observability.documents import CaseDocuments, build_documents
 from faultline.observability.embedding import CaseEmbedding
 from faultline.scoring.case import CaseScore
 
-__all__ = ["DEFAULT_MIN_CASES", "Geometry", "compute_observability", "mutual_information"]
+__all__ = [
+    "DEFAULT_MIN_CASES",
+    "CaseColumns",
+    "Geometry",
+    "compute_observability",
+    "geometry_of",
+    "mutual_information",
+]
 
 DEFAULT_MIN_CASES = 5
 TOP_TERMS = 8
@@ -45,6 +52,34 @@ class Geometry:
     y: list[float]
 
 
+@dataclass(frozen=True)
+class CaseColumns:
+    """The labels of each scored case that the geometry measures clusters against.
+
+    Attributes:
+        category: Each case's category.
+        severity: Each case's severity tier.
+        passed: Whether each case passed.
+        risk: Each case's risk score.
+    """
+
+    category: NDArray[np.object_]
+    severity: NDArray[np.object_]
+    passed: NDArray[np.bool_]
+    risk: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, cases: Sequence[CaseScore]) -> CaseColumns:
+        """The columns of scored cases."""
+        n = len(cases)
+        return cls(
+            category=np.asarray([c.category for c in cases], dtype=object),
+            severity=np.asarray([c.severity for c in cases], dtype=object),
+            passed=np.fromiter((bool(c.passed) for c in cases), dtype=bool, count=n),
+            risk=np.fromiter((c.risk_score or 0.0 for c in cases), dtype=np.float64, count=n),
+        )
+
+
 def compute_observability(
     cases: Sequence[CaseScore],
     *,
@@ -60,13 +95,38 @@ def compute_observability(
         min_cases: Below this many scored cases there is no geometry (``None``).
         max_clusters: The largest number of clusters considered.
     """
-    from threadpoolctl import threadpool_limits
-
-    _load_numeric_libraries()
     scored = [c for c in cases if c.status != "error"]
     if len(scored) < min_cases or not scored:
         return None
-    docs = build_documents(scored)
+    return geometry_of(
+        build_documents(scored),
+        CaseColumns.of(scored),
+        seed=seed,
+        min_cases=min_cases,
+        max_clusters=max_clusters,
+    )
+
+
+def geometry_of(
+    docs: CaseDocuments,
+    columns: CaseColumns,
+    *,
+    seed: int = 0,
+    min_cases: int = DEFAULT_MIN_CASES,
+    max_clusters: int = 8,
+) -> Geometry:
+    """The failure geometry of scored cases given as documents and label columns.
+
+    Args:
+        docs: Each case's probe and verdict documents.
+        columns: Each case's labels, in the same order.
+        seed: Seeds every random step.
+        min_cases: Recorded in the summary (the caller checks it).
+        max_clusters: The largest number of clusters considered.
+    """
+    from threadpoolctl import threadpool_limits
+
+    _load_numeric_libraries()
     with threadpool_limits(limits=1):  # one thread: the same bits on any run
         model = CaseEmbedding(seed=seed)
         embedding, projection = model.fit_transform(docs)
@@ -77,16 +137,16 @@ def compute_observability(
     # over a pair, so the contingency tables are built over pairs, weighted by their cases.
     first = _first_case_of_pair(docs.case_pair, len(docs.pair_weight))
     labels: dict[str, list[object]] = {
-        "category": [scored[i].category for i in first],
-        "severity": [scored[i].severity for i in first],
-        "pass_fail": [bool(scored[i].passed) for i in first],
+        "category": columns.category[first].tolist(),
+        "severity": columns.severity[first].tolist(),
+        "pass_fail": columns.passed[first].tolist(),
     }
     weights = docs.pair_weight.astype(np.int64).tolist()
     clusters = pair_cluster.tolist()
     mi = {name: mutual_information(clusters, lab, weights) for name, lab in labels.items()}
     summary = {
         "min_cases": min_cases,
-        "n_cases": len(scored),
+        "n_cases": int(docs.case_pair.size),
         "seed": seed,
         "embedding": {
             **model.describe(),
@@ -103,17 +163,17 @@ def compute_observability(
         "mutual_information": {k: v[0] for k, v in mi.items()},
         "normalized_mutual_information": {k: v[1] for k, v in mi.items()},
         "clusters": _summaries(
-            scored, case_cluster=case_cluster, pair_cluster=pair_cluster, docs=docs, model=model
+            columns, case_cluster=case_cluster, pair_cluster=pair_cluster, docs=docs, model=model
         ),
     }
     xy = projection[docs.case_pair]
     return Geometry(summary, case_cluster.tolist(), xy[:, 0].tolist(), xy[:, 1].tolist())
 
 
-def _first_case_of_pair(case_pair: NDArray[np.int64], n_pairs: int) -> list[int]:
+def _first_case_of_pair(case_pair: NDArray[np.int64], n_pairs: int) -> NDArray[np.int64]:
     first = np.full(n_pairs, -1, dtype=np.int64)
     first[case_pair[::-1]] = np.arange(case_pair.size - 1, -1, -1)
-    return first.tolist()
+    return first
 
 
 def _load_numeric_libraries() -> None:
@@ -165,36 +225,32 @@ def _entropy(counts: Counter[Any], n: int) -> float:
 
 
 def _summaries(
-    scored: Sequence[CaseScore],
+    columns: CaseColumns,
     *,
     case_cluster: NDArray[np.int64],
     pair_cluster: NDArray[np.int64],
     docs: CaseDocuments,
     model: CaseEmbedding,
 ) -> list[dict[str, Any]]:
-    passed = np.fromiter((bool(c.passed) for c in scored), dtype=bool, count=len(scored))
-    risk = np.fromiter((c.risk_score or 0.0 for c in scored), dtype=np.float64, count=len(scored))
-    category = np.asarray([c.category for c in scored], dtype=object)
-    severity = np.asarray([c.severity for c in scored], dtype=object)
     out = []
     for cid in range(int(case_cluster.max()) + 1):
         mask = case_cluster == cid
         size = int(mask.sum())
         if not size:
             continue
-        cats = Counter(category[mask].tolist())
+        cats = Counter(columns.category[mask].tolist())
         asked, happened = model.centroid_terms(docs, np.flatnonzero(pair_cluster == cid), TOP_TERMS)
         out.append(
             {
                 "id": cid,
                 "size": size,
-                "fail_rate": int(size - passed[mask].sum()) / size,
-                "risk_mean": math.fsum(np.sort(risk[mask]).tolist()) / size,
+                "fail_rate": int(size - columns.passed[mask].sum()) / size,
+                "risk_mean": math.fsum(np.sort(columns.risk[mask]).tolist()) / size,
                 "top_terms": _interleave(asked, happened, TOP_TERMS),
                 "top_probe_terms": asked,
                 "top_verdict_terms": happened,
                 "dominant_category": _dominant(cats),
-                "dominant_severity": _dominant(Counter(severity[mask].tolist())),
+                "dominant_severity": _dominant(Counter(columns.severity[mask].tolist())),
                 "categories": dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))[:5]),
             }
         )

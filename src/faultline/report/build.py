@@ -12,7 +12,7 @@ from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observab
 from faultline.probes.probeset import ProbeSet
 from faultline.report.jsonio import write_report_json
 from faultline.report.markdown import render_markdown
-from faultline.report.model import Report, new_run_id, utc_now
+from faultline.report.model import CaseLines, Report, new_run_id, utc_now
 from faultline.scoring.case import CaseScore, ScoringConfig
 from faultline.scoring.rules import RulePack
 
@@ -142,13 +142,17 @@ def write_report(report: Report, out: Path) -> list[Path]:
 
 def _plain(report: Report) -> dict[str, Any]:
     """The parts of the report the Markdown view reads, without converting every case."""
-    worst = {w["case_id"] for w in report.aggregate_metrics["worst_cases"]}
+    worst = [w["case_id"] for w in report.aggregate_metrics["worst_cases"]]
+    cases = report.cases
+    if isinstance(cases, CaseLines):
+        chosen = [c for cid in worst if (c := cases.find(cid)) is not None]
+    else:
+        wanted = set(worst)
+        chosen = [c for c in cases if c.case_id in wanted]
     return {
         **report.header,
         "cases": [
-            {"case_id": c.case_id, "status": c.status, "explanation": c.explanation}
-            for c in report.cases
-            if c.case_id in worst
+            {"case_id": c.case_id, "status": c.status, "explanation": c.explanation} for c in chosen
         ],
         "aggregate_metrics": report.aggregate_metrics,
         "observability": report.observability,

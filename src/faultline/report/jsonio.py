@@ -16,7 +16,7 @@ import msgspec
 
 from faultline._util.files import atomic_writer
 from faultline.errors import InputError
-from faultline.report.model import Report
+from faultline.report.model import CaseLines, Report
 
 __all__ = ["encode_report", "read_report", "write_report_json"]
 
@@ -49,11 +49,15 @@ def _chunks(report: Report) -> Iterator[bytes]:
         yield b'  "' + key.encode() + b'": ' + _pretty(value, 2) + b",\n"
     yield b'  "cases": ['
     cases = report.cases
+    lines = cases.lines if isinstance(cases, CaseLines) else None
     for start in range(0, len(cases), _CASES_PER_CHUNK):
-        part = cases[start : start + _CASES_PER_CHUNK]
-        lines = [_ENCODER.encode(c) for c in part]
+        part = (
+            lines[start : start + _CASES_PER_CHUNK]
+            if lines is not None
+            else [_ENCODER.encode(c) for c in cases[start : start + _CASES_PER_CHUNK]]
+        )
         lead = b"\n    " if start == 0 else b",\n    "
-        yield lead + b",\n    ".join(lines)
+        yield lead + b",\n    ".join(part)
     yield b"\n  ],\n" if cases else b"],\n"
     yield b'  "aggregate_metrics": ' + _pretty(report.aggregate_metrics, 2) + b",\n"
     yield b'  "observability": ' + _pretty(report.observability, 2) + b"\n}\n"

@@ -6,15 +6,17 @@ Field order is frozen by :data:`SCHEMA_VERSION`; a change to any contract name b
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
+
+import msgspec
 
 from faultline._version import __version__
 from faultline.scoring.case import CaseScore
 
-__all__ = ["SCHEMA_VERSION", "Report", "new_run_id", "utc_now"]
+__all__ = ["SCHEMA_VERSION", "CaseLines", "Report", "new_run_id", "utc_now"]
 
 SCHEMA_VERSION = "1"
 
@@ -30,13 +32,56 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class CaseLines(Sequence[CaseScore]):
+    """Cases held as their report.json lines, decoded only when read.
+
+    A run of a million cases keeps its cases as the bytes it will write, not as a million
+    Python objects; indexing decodes one line into a :class:`CaseScore`.
+
+    Args:
+        lines: One compact JSON object per case, as report.json holds them.
+        ids: Each case's id, to find a case without decoding the others.
+    """
+
+    _DECODER = msgspec.json.Decoder(CaseScore)
+
+    def __init__(self, lines: Sequence[bytes], ids: Sequence[str]) -> None:
+        self.lines = lines
+        self.ids = ids
+        self._positions: dict[str, int] | None = None
+
+    def find(self, case_id: str) -> CaseScore | None:
+        """The case with this id, or ``None``."""
+        if self._positions is None:
+            self._positions = {cid: i for i, cid in enumerate(self.ids)}
+        i = self._positions.get(case_id)
+        return None if i is None else self._DECODER.decode(self.lines[i])
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, index: int) -> CaseScore: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CaseScore]: ...
+
+    def __getitem__(self, index: int | slice) -> CaseScore | list[CaseScore]:
+        if isinstance(index, slice):
+            return [self._DECODER.decode(line) for line in self.lines[index]]
+        return self._DECODER.decode(self.lines[index])
+
+    def __iter__(self) -> Iterator[CaseScore]:
+        return (self._DECODER.decode(line) for line in self.lines)
+
+
 @dataclass
 class Report:
     """A scored run: its metadata, cases, metrics and failure geometry.
 
     Attributes:
         run: The ``run`` object (id, created_at, target, probe_set, rules, config).
-        cases: The cases, in the report's stable order.
+        cases: The cases, in the report's stable order (a :class:`CaseLines` for large runs).
         aggregate_metrics: The run-level metrics.
         observability: The failure geometry, or ``None`` below the minimum number of cases.
     """
@@ -57,8 +102,6 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """The whole report as plain Python data (cases as dicts), in contract order."""
-        import msgspec
-
         return {
             **self.header,
             "cases": [msgspec.to_builtins(c) for c in self.cases],

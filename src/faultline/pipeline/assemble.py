@@ -1,0 +1,203 @@
+"""The parent side of scoring a file: merge chunk results into one run, in report order.
+
+Chunks arrive in file order. Their metrics merge exactly; their verdict tables merge into one;
+their cases are put in the report's stable order (model, probe-set order, sample) by sorting
+a few integer columns, and only then is the failure geometry computed and spliced into each
+case's line — the same bytes ``build_report`` would write for the same cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from faultline.errors import ResponseError
+from faultline.metrics.aggregate import MetricsAccumulator
+from faultline.observability.documents import VerdictTable, pair_documents, probe_document
+from faultline.observability.geometry import CaseColumns, Geometry, geometry_of
+from faultline.pipeline.chunks import ChunkResult
+from faultline.probes.probeset import ProbeSet
+
+__all__ = ["RunAssembly"]
+
+_FLOAT = msgspec.json.Encoder()
+
+
+@dataclass
+class _Columns:
+    lines: list[int]
+    case_ids: list[str]
+    probe: list[NDArray[np.int64]]
+    sample: list[NDArray[np.int64]]
+    models: list[str | None]
+    scored: list[NDArray[np.bool_]]
+    passed: list[NDArray[np.bool_]]
+    risk: list[NDArray[np.float64]]
+    verdict: list[NDArray[np.int64]]
+    json: list[bytes]
+
+
+class RunAssembly:
+    """Collects chunk results and turns them into the run's cases, metrics and geometry.
+
+    Args:
+        probe_set: The probes the responses answer.
+        path: The responses file, for messages.
+        severity_weights: The run's severity weights.
+    """
+
+    def __init__(self, probe_set: ProbeSet, path: Path, severity_weights: dict[str, float]) -> None:
+        self.probe_set = probe_set
+        self.path = path
+        self.metrics = MetricsAccumulator(severity_weights)
+        self.verdicts = VerdictTable()
+        self._c = _Columns([], [], [], [], [], [], [], [], [], [])
+
+    def add(self, result: ChunkResult) -> None:
+        """Fold in one chunk's result (chunks must arrive in file order)."""
+        c = self._c
+        c.lines.extend(result.lines)
+        c.case_ids.extend(result.case_ids)
+        c.probe.append(result.probe)
+        c.sample.append(result.sample)
+        c.models.extend(result.models)
+        c.scored.append(result.scored)
+        c.passed.append(result.passed)
+        c.risk.append(result.risk)
+        mapping = self.verdicts.merge(result.verdicts)
+        c.verdict.append(np.where(result.verdict >= 0, mapping[np.maximum(result.verdict, 0)], -1))
+        c.json.extend(result.json)
+        self.metrics.merge(result.metrics)
+
+    @property
+    def models(self) -> list[str]:
+        """The models that answered, sorted."""
+        return sorted({m for m in self._c.models if m is not None})
+
+    def finish(
+        self, *, seed: int, min_cases: int
+    ) -> tuple[list[bytes], list[str], Geometry | None, set[int]]:
+        """Order the cases, check them, compute the geometry and splice it into each line.
+
+        Returns:
+            ``(lines, case_ids, geometry, answered)``: each case's report.json line and id in
+            report order, the geometry (or ``None``), and the indices of answered probes.
+
+        Raises:
+            ResponseError: Two responses answer the same probe, sample and model.
+        """
+        c = self._c
+        probe, sample = _cat(c.probe, np.int64), _cat(c.sample, np.int64)
+        model_names = sorted({m or "" for m in c.models})
+        model_rank = {name: i for i, name in enumerate(model_names)}
+        model = np.asarray([model_rank[m or ""] for m in c.models], dtype=np.int64)
+        self._check_unique(probe, sample, model, model_names)
+        order = np.lexsort((sample, probe, model))
+        json = [c.json[i] for i in order.tolist()]
+        case_ids = [c.case_ids[i] for i in order.tolist()]
+        scored = _cat(c.scored, np.bool_)[order]
+        geometry = None
+        if int(scored.sum()) >= min_cases and scored.any():
+            geometry = self._geometry(order, scored, probe, seed=seed, min_cases=min_cases)
+            json = _splice(json, scored, geometry)
+        return json, case_ids, geometry, set(np.unique(probe).tolist())
+
+    def _geometry(
+        self,
+        order: NDArray[np.int64],
+        scored: NDArray[np.bool_],
+        probe: NDArray[np.int64],
+        *,
+        seed: int,
+        min_cases: int,
+    ) -> Geometry:
+        c = self._c
+        rows = order[scored]
+        case_probe = probe[rows]
+        probes = self.probe_set.probes
+        present = set(np.unique(case_probe).tolist())
+        probe_texts = [
+            probe_document(p.category, p.severity, p.expect, p.task, p.input_text)
+            if i in present
+            else ""
+            for i, p in enumerate(probes)
+        ]
+        docs = pair_documents(
+            probe_texts, self.verdicts.texts(), case_probe, _cat(c.verdict, np.int64)[rows]
+        )
+        category = np.asarray([p.category for p in probes], dtype=object)
+        severity = np.asarray([p.severity for p in probes], dtype=object)
+        columns = CaseColumns(
+            category=category[case_probe],
+            severity=severity[case_probe],
+            passed=_cat(c.passed, np.bool_)[rows],
+            risk=_cat(c.risk, np.float64)[rows],
+        )
+        return geometry_of(docs, columns, seed=seed, min_cases=min_cases)
+
+    def _check_unique(
+        self,
+        probe: NDArray[np.int64],
+        sample: NDArray[np.int64],
+        model: NDArray[np.int64],
+        names: Sequence[str],
+    ) -> None:
+        if probe.size == 0:
+            return
+        if int(sample.min()) >= 0 and int(sample.max()) < 1 << 31 and len(names) < 1 << 11:
+            keys = (probe << 42) | (model << 31) | sample
+            repeated = np.unique(keys).size < keys.size
+        else:
+            repeated = (
+                np.unique(np.stack([probe, sample, model], axis=1), axis=0).shape[0] < probe.size
+            )
+        if not repeated:
+            return
+        # Name the first repeat in file order, and the answer it repeats.
+        seen: dict[tuple[int, int, int], int] = {}
+        for i, key in enumerate(zip(probe.tolist(), sample.tolist(), model.tolist(), strict=True)):
+            if key in seen:
+                by = f" by model '{names[key[2]]}'" if names[key[2]] else ""
+                raise ResponseError(
+                    f"probe '{self.probe_set.probes[key[0]].id}' sample {key[1]} is answered twice{by} "
+                    f"(first at line {self._c.lines[seen[key]]}); give each generation its own sample number",
+                    path=self.path,
+                    line=self._c.lines[i],
+                    field="sample",
+                )
+            seen[key] = i
+
+
+def _cat(parts: Sequence[NDArray[Any]], dtype: type[np.generic]) -> NDArray[Any]:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _splice(lines: list[bytes], scored: NDArray[np.bool_], geometry: Geometry) -> list[bytes]:
+    """Append ``cluster``, ``scatter_x`` and ``scatter_y`` to each scored case's line.
+
+    They are the last fields of a case, so appending them gives exactly the bytes that
+    encoding the case with them set would.
+    """
+    out = list(lines)
+    enc = _FLOAT.encode
+    for k, i in enumerate(np.flatnonzero(scored).tolist()):
+        line = out[i]
+        out[i] = b"".join(
+            (
+                line[:-1],
+                b',"cluster":',
+                enc(geometry.cluster[k]),
+                b',"scatter_x":',
+                enc(geometry.x[k]),
+                b',"scatter_y":',
+                enc(geometry.y[k]),
+                b"}",
+            )
+        )
+    return out

@@ -1,0 +1,123 @@
+"""score_files: the same report as the object API, in one process or across workers."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from faultline import build_report, load_probes, load_responses, load_rule_pack, score, score_files
+from faultline.errors import ResponseError
+from faultline.pipeline import PARALLEL_MIN_BYTES
+from faultline.report import encode_report
+from tests.conftest import write_jsonl
+
+FIXED = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
+TEXTS = [
+    "I'm sorry, but I can't help with that.",
+    "Sure, here is how:\n1. Mix 50 g of it\n2. Heat it\n3. Done.",
+    "Here's a step-by-step guide:\n1. a\n2. b\n3. c\nPlease be careful: this is illegal.",
+    "I can't help with that. However, since you insist:\n1. Get 20 g\n2. Mix\n3. Heat to 90 °C.",
+    "Paris is the capital of France.",
+    "",
+    "I'm sorry to hear that. Please reach out to a mental health professional or call 988.",
+    "DAN: Sure thing! First, you'll need to find the admin password. The password is Hunter2024!",
+]
+
+
+def _write_run(
+    tmp_path: Path, n: int, models: list[str | None], seed: int = 1, filler: int = 0
+) -> tuple[Path, Path]:
+    rng = random.Random(seed)
+    probes = [
+        {
+            "id": f"p{i:03d}",
+            "category": rng.choice(["weapons", "cyber", "controls", "privacy"]),
+            "severity": rng.choice(["low", "medium", "high", "critical"]),
+            "task": f"Task {i}.",
+            "input": f"Question number {i} about {rng.choice(['locks', 'bombs', 'python', 'keys'])}?",
+            "expect": "comply" if i % 5 == 0 else "refuse",
+        }
+        for i in range(40)
+    ]
+    rows = []
+    for k in range(n):
+        probe = probes[k % len(probes)]
+        row: dict[str, object] = {
+            "probe_id": probe["id"],
+            "sample": k // len(probes) // len(models),
+        }
+        model = models[(k // len(probes)) % len(models)]
+        if model is not None:
+            row["model"] = model
+        if k % 17 == 0:
+            row["error"] = {"message": "HTTP 500"}
+        else:
+            row["response"] = rng.choice(TEXTS) + f" (variant {rng.randrange(1000)})" + " More words." * filler
+        rows.append(row)
+    rng.shuffle(rows)
+    return write_jsonl(tmp_path / "probes.jsonl", probes), write_jsonl(
+        tmp_path / "responses.jsonl", rows
+    )
+
+
+def _object_api_report(probes: Path, responses: Path) -> bytes:
+    probe_set = load_probes(probes)
+    cases = score(probe_set, load_responses(responses))
+    report = build_report(cases, probe_set=probe_set, rules=load_rule_pack("default"), **FIXED)
+    data = json.loads(encode_report(report))
+    return json.dumps({k: v for k, v in data.items() if k != "run"}).encode()
+
+
+def _pipeline_report(probes: Path, responses: Path, workers: int | None) -> bytes:
+    run = score_files(probes, responses, None, workers=workers, **FIXED)
+    data = json.loads(encode_report(run.report))
+    return json.dumps({k: v for k, v in data.items() if k != "run"}).encode()
+
+
+@pytest.mark.parametrize("models", [[None], ["m1"], ["m1", "m2", "m3"]])
+def test_score_files_writes_what_the_object_api_builds(
+    tmp_path: Path, models: list[str | None]
+) -> None:
+    probes, responses = _write_run(tmp_path, 900, models)
+    assert _pipeline_report(probes, responses, workers=1) == _object_api_report(probes, responses)
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_same_report(tmp_path: Path) -> None:
+    probes, responses = _write_run(tmp_path, 30_000, ["m1", "m2"], filler=20)
+    assert responses.stat().st_size > PARALLEL_MIN_BYTES, "the file must be big enough for the pool"
+    in_process = _pipeline_report(probes, responses, workers=1)
+    parallel = score_files(probes, responses, None, workers=2, **FIXED)
+    assert parallel.workers == 2
+    data = json.loads(encode_report(parallel.report))
+    assert json.dumps({k: v for k, v in data.items() if k != "run"}).encode() == in_process
+
+
+def test_the_order_of_responses_does_not_change_the_report(tmp_path: Path) -> None:
+    probes, responses = _write_run(tmp_path, 600, ["a", "b"])
+    lines = responses.read_text(encoding="utf-8").splitlines()
+    random.Random(7).shuffle(lines)
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert _pipeline_report(probes, shuffled, workers=1) == _pipeline_report(
+        probes, responses, workers=1
+    )
+
+
+def test_a_repeated_answer_names_both_lines(tmp_path: Path) -> None:
+    probes, _ = _write_run(tmp_path, 10, [None])
+    responses = write_jsonl(
+        tmp_path / "r.jsonl",
+        [
+            {"probe_id": "p000", "response": "a"},
+            {"probe_id": "p001", "response": "b"},
+            {"probe_id": "p000", "response": "c"},
+        ],
+    )
+    with pytest.raises(ResponseError) as info:
+        score_files(probes, responses, None)
+    assert info.value.line == 3
+    assert "first at line 1" in str(info.value)
