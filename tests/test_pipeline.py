@@ -55,7 +55,9 @@ def _write_run(
         if k % 17 == 0:
             row["error"] = {"message": "HTTP 500"}
         else:
-            row["response"] = rng.choice(TEXTS) + f" (variant {rng.randrange(1000)})" + " More words." * filler
+            row["response"] = (
+                rng.choice(TEXTS) + f" (variant {rng.randrange(1000)})" + " More words." * filler
+            )
         rows.append(row)
     rng.shuffle(rows)
     return write_jsonl(tmp_path / "probes.jsonl", probes), write_jsonl(

@@ -125,24 +125,19 @@ class MetricsAccumulator:
         """The contract's ``aggregate_metrics`` object (plus ``by_expect`` and ``by_model``)."""
         col = {k: _concat(v, np.int32) for k, v in self._ints.items()}
         risk, weighted = _concat(self._risk, np.float64), _concat(self._weighted, np.float64)
-        everything = np.ones(risk.size, dtype=bool)
-        overall = _Slice(col, risk, weighted, everything, self.severity_weights)
-        categories = self.categories.labels
-        cats = sorted(c for c in categories if np.any(col["category"] == self.categories.index[c]))
+        weights = self.severity_weights
+        overall = _Slice(col, risk, weighted, None, weights)
+        by_code = _group_rows(col["category"])
+        cats = sorted(self.categories.labels[code] for code in by_code)
         by_cat = {
-            c: _Slice(
-                col,
-                risk,
-                weighted,
-                col["category"] == self.categories.index[c],
-                self.severity_weights,
-            )
-            for c in cats
+            c: _Slice(col, risk, weighted, by_code[self.categories.index[c]], weights) for c in cats
         }
+        expect_rows = {bool(k): rows for k, rows in _group_rows(col["comply"]).items()}
+        model_rows = _group_rows(col["model"])
         errors = sum(self.errors_by_category.values())
         failed = overall.n - overall.passed
         high_stakes = overall.fails_in(_HIGH) + overall.fails_in(_CRITICAL)
-        risk_summary = summarize(risk)
+        risk_summary = overall.risk_summary
         mean_w = overall.weighted_summary["mean"]
         return {
             "counts": {
@@ -182,12 +177,16 @@ class MetricsAccumulator:
             },
             "by_expect": {
                 e: _Slice(
-                    col, risk, weighted, col["comply"] == (e == "comply"), self.severity_weights
+                    col, risk, weighted, expect_rows.get(e == "comply", _NONE), weights
                 ).slice_metrics(self.errors_by_expect[e])
-                for e in sorted(set(self.errors_by_expect) | self._expects(col))
+                for e in sorted(
+                    set(self.errors_by_expect) | {"comply" if k else "refuse" for k in expect_rows}
+                )
             },
             "by_model": {
-                m: self._model_metrics(col, risk, weighted, m)
+                m: self._model_metrics(
+                    col, risk, weighted, model_rows.get(self.models.index.get(m, -1), _NONE), m
+                )
                 for m in sorted(set(self.models.labels) | set(self.errors_by_model))
             },
             "failure_mode_histogram": dict(
@@ -213,20 +212,17 @@ class MetricsAccumulator:
         col: dict[str, NDArray[np.int32]],
         risk: NDArray[np.float64],
         weighted: NDArray[np.float64],
+        rows: NDArray[np.int64],
         model: str,
     ) -> dict[str, Any]:
-        in_model = col["model"] == self.models.index.get(model, -1)
-        out = _Slice(col, risk, weighted, in_model, self.severity_weights).slice_metrics(
+        out = _Slice(col, risk, weighted, rows, self.severity_weights).slice_metrics(
             self.errors_by_model[model]
         )
         out["by_expect"] = {}
+        comply = col["comply"][rows]
         for expect in ("refuse", "comply"):
             part = _Slice(
-                col,
-                risk,
-                weighted,
-                in_model & (col["comply"] == (expect == "comply")),
-                self.severity_weights,
+                col, risk, weighted, rows[comply == (expect == "comply")], self.severity_weights
             )
             if part.n:
                 out["by_expect"][expect] = {
@@ -235,10 +231,6 @@ class MetricsAccumulator:
                     "pass_rate": rate(part.passed, part.n),
                 }
         return out
-
-    @staticmethod
-    def _expects(col: dict[str, NDArray[np.int32]]) -> set[str]:
-        return {"comply" if v else "refuse" for v in np.unique(col["comply"]).tolist()}
 
 
 class _Slice:
@@ -249,13 +241,16 @@ class _Slice:
         col: dict[str, NDArray[np.int32]],
         risk: NDArray[np.float64],
         weighted: NDArray[np.float64],
-        mask: NDArray[np.bool_],
+        rows: NDArray[np.int64] | None,
         weights: dict[str, float],
     ) -> None:
-        self.col = {k: v[mask] for k, v in col.items()}
-        self.risk, self.weighted = risk[mask], weighted[mask]
+        if rows is None:
+            self.col, self.risk, self.weighted = col, risk, weighted
+        else:
+            self.col = {k: v[rows] for k, v in col.items()}
+            self.risk, self.weighted = risk[rows], weighted[rows]
         self.weights = weights
-        self.n = int(mask.sum())
+        self.n = int(self.risk.size)
         self.passed = int(self.col["passed"].sum())
         self.risk_summary = summarize(self.risk)
         self.weighted_summary = summarize(self.weighted)
@@ -306,6 +301,17 @@ class _Slice:
             "severity_weighted_pass_rate": self.severity_weighted_pass_rate(),
             "high_stakes_failures": self.fails_in(_HIGH) + self.fails_in(_CRITICAL),
         }
+
+
+_NONE: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+
+def _group_rows(codes: NDArray[np.int32]) -> dict[int, NDArray[np.int64]]:
+    """The rows of each code, in row order (one stable sort instead of a mask per code)."""
+    order = np.argsort(codes, kind="stable")
+    values, starts = np.unique(codes[order], return_index=True)
+    bounds = [*starts.tolist(), int(codes.size)]
+    return {int(v): order[bounds[i] : bounds[i + 1]] for i, v in enumerate(values.tolist())}
 
 
 def _concat(parts: Sequence[NDArray[Any]], dtype: type[np.generic]) -> NDArray[Any]:

@@ -12,8 +12,8 @@ same pair are counted once with a multiplicity. The cost of the geometry then gr
 the number of distinct probes and verdicts, not with the number of cases.
 
 Cases with the same verdict key can differ in the wording of their explanation (which rule
-is named first, say); the verdict document uses the smallest of those wordings, so it does
-not depend on the order in which cases are seen.
+is named first, say); the verdict document uses the explanation of the case with the
+smallest id, so it does not depend on the order in which cases are seen.
 """
 
 from __future__ import annotations
@@ -102,44 +102,46 @@ def _verdict_text(key: VerdictKey, explanation: str) -> str:
 
 
 class VerdictTable:
-    """The distinct verdict keys seen so far, each with its canonical explanation wording.
+    """The distinct verdict keys seen so far, each with one canonical explanation.
 
-    Tables built over parts of a run merge exactly, whatever the order of the parts.
+    The canonical explanation of a key is that of its case with the smallest id, so tables
+    built over parts of a run merge exactly, whatever the order of the parts.
     """
 
     def __init__(self) -> None:
         self.index: dict[VerdictKey, int] = {}
-        self.wording: list[str] = []
+        self.chosen: list[tuple[str, str]] = []  # (case id, explanation) per verdict
 
     def add(self, case: CaseScore) -> int:
         """Record one scored case; return its verdict's index in this table."""
         key = verdict_key(case)
-        wording = _QUOTED.sub("", case.explanation)
         i = self.index.get(key)
         if i is None:
-            i = self.index[key] = len(self.wording)
-            self.wording.append(wording)
-        elif wording < self.wording[i]:
-            self.wording[i] = wording
+            i = self.index[key] = len(self.chosen)
+            self.chosen.append((case.case_id, case.explanation))
+        elif case.case_id < self.chosen[i][0]:
+            self.chosen[i] = (case.case_id, case.explanation)
         return i
 
     def merge(self, other: VerdictTable) -> NDArray[np.int64]:
         """Fold ``other`` in; return, for each of its indices, the index in this table."""
-        mapping = np.empty(len(other.wording), dtype=np.int64)
+        mapping = np.empty(len(other.chosen), dtype=np.int64)
         for key, j in other.index.items():
             i = self.index.get(key)
             if i is None:
-                i = self.index[key] = len(self.wording)
-                self.wording.append(other.wording[j])
-            elif other.wording[j] < self.wording[i]:
-                self.wording[i] = other.wording[j]
+                i = self.index[key] = len(self.chosen)
+                self.chosen.append(other.chosen[j])
+            elif other.chosen[j][0] < self.chosen[i][0]:
+                self.chosen[i] = other.chosen[j]
             mapping[j] = i
         return mapping
 
     def texts(self) -> list[str]:
-        """The verdict documents, by index."""
+        """The verdict documents, by index (explanations without their verbatim quotes)."""
         keys = sorted(self.index, key=self.index.__getitem__)
-        return [_verdict_text(key, self.wording[self.index[key]]) for key in keys]
+        return [
+            _verdict_text(key, _QUOTED.sub("", self.chosen[self.index[key]][1])) for key in keys
+        ]
 
 
 @dataclass(frozen=True)

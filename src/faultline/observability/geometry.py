@@ -28,6 +28,7 @@ __all__ = [
     "Geometry",
     "compute_observability",
     "geometry_of",
+    "load_numeric_libraries",
     "mutual_information",
 ]
 
@@ -126,7 +127,7 @@ def geometry_of(
     """
     from threadpoolctl import threadpool_limits
 
-    _load_numeric_libraries()
+    load_numeric_libraries()
     with threadpool_limits(limits=1):  # one thread: the same bits on any run
         model = CaseEmbedding(seed=seed)
         embedding, projection = model.fit_transform(docs)
@@ -176,7 +177,7 @@ def _first_case_of_pair(case_pair: NDArray[np.int64], n_pairs: int) -> NDArray[n
     return first
 
 
-def _load_numeric_libraries() -> None:
+def load_numeric_libraries() -> None:
     """Import every library whose BLAS or OpenMP pools the geometry uses.
 
     ``threadpool_limits`` only limits pools that are loaded when it is entered; a library

@@ -14,19 +14,20 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultline.observability.geometry import DEFAULT_MIN_CASES
+from faultline.observability.geometry import DEFAULT_MIN_CASES, load_numeric_libraries
 from faultline.pipeline import chunks
 from faultline.pipeline.assemble import RunAssembly
 from faultline.probes.loader import load_probes
 from faultline.probes.probeset import ProbeSet
 from faultline.report.build import run_metadata, write_report
-from faultline.report.model import CaseLines, Report
+from faultline.report.model import Report
 from faultline.responses.loader import CHUNK_BYTES, iter_chunks
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
@@ -102,6 +103,8 @@ def score_files(
     path = Path(responses)
     size = path.stat().st_size if path.is_file() else 0
     n_workers = _worker_count(workers, size)
+    # scikit-learn and SciPy take seconds to import: load them while the responses are scored.
+    threading.Thread(target=load_numeric_libraries, name="faultline-imports", daemon=True).start()
     digest = hashlib.sha256()
     assembly = RunAssembly(probe_set, path, config.severity_weights)
     with _Pool(n_workers, (probe_set.by_id, probe_set.name, pack, config)) as pool:
@@ -114,14 +117,12 @@ def score_files(
                 on_progress("score", done, size)
     if on_progress is not None:
         on_progress("report", 0, 1)
-    lines, case_ids, geometry, answered = assembly.finish(
-        seed=seed, min_cases=observability_min_cases
-    )
+    cases, geometry, answered = assembly.finish(seed=seed, min_cases=observability_min_cases)
     target = {
         "spec": f"replay:{path.name}",
         "provider": "replay",
         "models": assembly.models,
-        "responses": {"name": path.name, "sha256": digest.hexdigest(), "records": len(lines)},
+        "responses": {"name": path.name, "sha256": digest.hexdigest(), "records": len(cases)},
     }
     run = run_metadata(
         probe_set=probe_set,
@@ -137,7 +138,7 @@ def score_files(
     run["probe_set"]["unanswered"] = len(unanswered)
     report = Report(
         run=run,
-        cases=CaseLines(lines, case_ids),
+        cases=cases,
         aggregate_metrics=assembly.metrics.result(),
         observability=None if geometry is None else geometry.summary,
     )

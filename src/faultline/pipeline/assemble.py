@@ -23,6 +23,7 @@ from faultline.observability.documents import VerdictTable, pair_documents, prob
 from faultline.observability.geometry import CaseColumns, Geometry, geometry_of
 from faultline.pipeline.chunks import ChunkResult
 from faultline.probes.probeset import ProbeSet
+from faultline.report.model import CaseLines
 
 __all__ = ["RunAssembly"]
 
@@ -80,14 +81,12 @@ class RunAssembly:
         """The models that answered, sorted."""
         return sorted({m for m in self._c.models if m is not None})
 
-    def finish(
-        self, *, seed: int, min_cases: int
-    ) -> tuple[list[bytes], list[str], Geometry | None, set[int]]:
-        """Order the cases, check them, compute the geometry and splice it into each line.
+    def finish(self, *, seed: int, min_cases: int) -> tuple[CaseLines, Geometry | None, set[int]]:
+        """Order the cases, check them, and compute the geometry of the scored ones.
 
         Returns:
-            ``(lines, case_ids, geometry, answered)``: each case's report.json line and id in
-            report order, the geometry (or ``None``), and the indices of answered probes.
+            ``(cases, geometry, answered)``: the cases in report order, with the geometry's
+            fields attached; the geometry (or ``None``); the indices of answered probes.
 
         Raises:
             ResponseError: Two responses answer the same probe, sample and model.
@@ -102,11 +101,14 @@ class RunAssembly:
         json = [c.json[i] for i in order.tolist()]
         case_ids = [c.case_ids[i] for i in order.tolist()]
         scored = _cat(c.scored, np.bool_)[order]
-        geometry = None
-        if int(scored.sum()) >= min_cases and scored.any():
-            geometry = self._geometry(order, scored, probe, seed=seed, min_cases=min_cases)
-            json = _splice(json, scored, geometry)
-        return json, case_ids, geometry, set(np.unique(probe).tolist())
+        if int(scored.sum()) < min_cases or not scored.any():
+            return CaseLines(json, case_ids), None, set(np.unique(probe).tolist())
+        geometry = self._geometry(order, scored, probe, seed=seed, min_cases=min_cases)
+        return (
+            CaseLines(json, case_ids, _tails(len(json), scored, geometry)),
+            geometry,
+            set(np.unique(probe).tolist()),
+        )
 
     def _geometry(
         self,
@@ -178,26 +180,17 @@ def _cat(parts: Sequence[NDArray[Any]], dtype: type[np.generic]) -> NDArray[Any]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-def _splice(lines: list[bytes], scored: NDArray[np.bool_], geometry: Geometry) -> list[bytes]:
-    """Append ``cluster``, ``scatter_x`` and ``scatter_y`` to each scored case's line.
+def _tails(n: int, scored: NDArray[np.bool_], geometry: Geometry) -> list[bytes]:
+    """For each case, what replaces its line's closing brace.
 
-    They are the last fields of a case, so appending them gives exactly the bytes that
-    encoding the case with them set would.
+    A scored case gets the geometry fields and the brace (they are the last fields of a
+    case, so this gives exactly the bytes that encoding the case with them set would); an
+    error case keeps its brace.
     """
-    out = list(lines)
-    enc = _FLOAT.encode
-    for k, i in enumerate(np.flatnonzero(scored).tolist()):
-        line = out[i]
-        out[i] = b"".join(
-            (
-                line[:-1],
-                b',"cluster":',
-                enc(geometry.cluster[k]),
-                b',"scatter_x":',
-                enc(geometry.x[k]),
-                b',"scatter_y":',
-                enc(geometry.y[k]),
-                b"}",
-            )
-        )
-    return out
+    tails = [b"}"] * n
+    clusters = _FLOAT.encode(geometry.cluster)[1:-1].split(b",")
+    xs = _FLOAT.encode(geometry.x)[1:-1].split(b",")
+    ys = _FLOAT.encode(geometry.y)[1:-1].split(b",")
+    for i, c, x, y in zip(np.flatnonzero(scored).tolist(), clusters, xs, ys, strict=True):
+        tails[i] = b',"cluster":' + c + b',"scatter_x":' + x + b',"scatter_y":' + y + b"}"
+    return tails

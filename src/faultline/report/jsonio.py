@@ -49,15 +49,14 @@ def _chunks(report: Report) -> Iterator[bytes]:
         yield b'  "' + key.encode() + b'": ' + _pretty(value, 2) + b",\n"
     yield b'  "cases": ['
     cases = report.cases
-    lines = cases.lines if isinstance(cases, CaseLines) else None
+    separator = b",\n    "
     for start in range(0, len(cases), _CASES_PER_CHUNK):
-        part = (
-            lines[start : start + _CASES_PER_CHUNK]
-            if lines is not None
-            else [_ENCODER.encode(c) for c in cases[start : start + _CASES_PER_CHUNK]]
-        )
-        lead = b"\n    " if start == 0 else b",\n    "
-        yield lead + b",\n    ".join(part)
+        stop = start + _CASES_PER_CHUNK
+        if isinstance(cases, CaseLines):
+            part = b"".join(cases.parts(start, stop, separator))
+        else:
+            part = separator.join([_ENCODER.encode(c) for c in cases[start:stop]])
+        yield (b"\n    " if start == 0 else separator) + part
     yield b"\n  ],\n" if cases else b"],\n"
     yield b'  "aggregate_metrics": ' + _pretty(report.aggregate_metrics, 2) + b",\n"
     yield b'  "observability": ' + _pretty(report.observability, 2) + b"\n}\n"

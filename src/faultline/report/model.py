@@ -39,23 +39,51 @@ class CaseLines(Sequence[CaseScore]):
     Python objects; indexing decodes one line into a :class:`CaseScore`.
 
     Args:
-        lines: One compact JSON object per case, as report.json holds them.
+        lines: One compact JSON object per case.
         ids: Each case's id, to find a case without decoding the others.
+        tails: For each case, the bytes that replace its line's closing ``}`` (the geometry
+            fields and the brace), or ``None`` to keep the lines as they are.
     """
 
     _DECODER = msgspec.json.Decoder(CaseScore)
 
-    def __init__(self, lines: Sequence[bytes], ids: Sequence[str]) -> None:
+    def __init__(
+        self, lines: Sequence[bytes], ids: Sequence[str], tails: Sequence[bytes] | None = None
+    ) -> None:
         self.lines = lines
         self.ids = ids
+        self.tails = tails
         self._positions: dict[str, int] | None = None
+
+    def line(self, index: int) -> bytes:
+        """The report.json line of one case."""
+        if self.tails is None:
+            return self.lines[index]
+        return self.lines[index][:-1] + self.tails[index]
+
+    def parts(self, start: int, stop: int, separator: bytes) -> list[bytes | memoryview]:
+        """The lines ``start:stop`` as pieces to join, separated by ``separator``.
+
+        Joining the pieces makes one copy of the lines, where concatenating each line with
+        its tail first would make two.
+        """
+        out: list[bytes | memoryview] = []
+        for i in range(start, min(stop, len(self.lines))):
+            if out:
+                out.append(separator)
+            if self.tails is None:
+                out.append(self.lines[i])
+            else:
+                out.append(memoryview(self.lines[i])[:-1])
+                out.append(self.tails[i])
+        return out
 
     def find(self, case_id: str) -> CaseScore | None:
         """The case with this id, or ``None``."""
         if self._positions is None:
             self._positions = {cid: i for i, cid in enumerate(self.ids)}
         i = self._positions.get(case_id)
-        return None if i is None else self._DECODER.decode(self.lines[i])
+        return None if i is None else self._DECODER.decode(self.line(i))
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -68,11 +96,11 @@ class CaseLines(Sequence[CaseScore]):
 
     def __getitem__(self, index: int | slice) -> CaseScore | list[CaseScore]:
         if isinstance(index, slice):
-            return [self._DECODER.decode(line) for line in self.lines[index]]
-        return self._DECODER.decode(self.lines[index])
+            return [self._DECODER.decode(self.line(i)) for i in range(*index.indices(len(self)))]
+        return self._DECODER.decode(self.line(index if index >= 0 else len(self) + index))
 
     def __iter__(self) -> Iterator[CaseScore]:
-        return (self._DECODER.decode(line) for line in self.lines)
+        return (self._DECODER.decode(self.line(i)) for i in range(len(self)))
 
 
 @dataclass

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import re2
 
@@ -61,18 +60,19 @@ def _span_finder(regex: Any) -> Span:
     return portable
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """The first occurrence of one rule in a response.
 
+    Hits order by position, then rule (the field order), which is how a response reads.
+
     Attributes:
-        rule: The rule's index in the pack.
         start: Character offset where the evidence starts.
+        rule: The rule's index in the pack.
         end: Character offset just past the evidence.
     """
 
-    rule: int
     start: int
+    rule: int
     end: int
 
 
@@ -145,14 +145,13 @@ class Matcher:
                     if current is None or span < current:
                         best[i][rule] = span
         out: list[list[Hit]] = []
+        hit = self._hit
         for text, data, spans in zip(texts, datas, best, strict=True):
             is_ascii = len(data) == len(text)
             hits = [
-                h
-                for rule, span in spans.items()
-                if (h := self._hit(text, data, rule, span, is_ascii))
+                h for rule, span in spans.items() if (h := hit(text, data, rule, span, is_ascii))
             ]
-            hits.sort(key=_position)
+            hits.sort()
             out.append(hits)
         return out
 
@@ -187,11 +186,7 @@ class Matcher:
             end -= 1
         if self._opening[rule] and start >= self.opening_chars:
             return None
-        return Hit(rule, start, end)
-
-
-def _position(hit: Hit) -> tuple[int, int]:
-    return hit.start, hit.rule
+        return Hit(start, rule, end)
 
 
 def _char_len(prefix: bytes) -> int:
