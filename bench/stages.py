@@ -1,10 +1,10 @@
 """Where the end-to-end time goes: ``score_files`` on the corpus with each stage timed.
 
 Wraps (in this process only, without touching faultline's code) the stages ``score_files``
-calls: reading and scoring the chunks (in the worker pool), ordering the cases, building the
-report (with the failure geometry inside it) and writing it. The stages are those of commit
-2614417; when the pipeline is reorganised, stages whose functions moved are listed as not
-found and their time lands in "other" (update ``STAGES``). Prints JSON::
+calls: finding the models, reading and scoring the chunks (in the worker pool) while the
+parent merges them, ordering the cases and computing the failure geometry, the run's metrics,
+and writing the report. When the pipeline is reorganised, stages whose functions moved are
+listed as not found and their time lands in "other" (update ``STAGES``). Prints JSON::
 
     python bench/stages.py --n 1000000 [--workers 2]
 """
@@ -31,7 +31,8 @@ import measure  # noqa: E402
 
 import faultline  # noqa: E402
 from faultline import pipeline  # noqa: E402
-from faultline.report import build  # noqa: E402
+from faultline.metrics import aggregate  # noqa: E402
+from faultline.pipeline import assemble  # noqa: E402
 
 TIMES: dict[str, float] = {}
 
@@ -58,14 +59,16 @@ def _timed_iter(name: str, func: Callable[..., Iterator[Any]]) -> Callable[..., 
     return wrapper
 
 
-# (module, attribute, stage): the functions score_files calls, as of commit 2614417. A stage
-# whose function has moved is left out and listed in the output's "stages_not_found".
+# (owner, attribute, stage): the functions score_files calls. A stage whose function has
+# moved is left out and listed in the output's "stages_not_found".
 STAGES = (
-    (pipeline, "_score_chunks", "read_and_score"),
-    (pipeline, "order_cases", "order_cases"),
-    (pipeline, "build_report", "build_report"),
-    (build, "compute_observability", "observability"),
-    (build, "write_report", "write_report"),
+    (pipeline._Pool, "scan_models", "find_models"),
+    (pipeline._Pool, "score", "read_and_score"),
+    (assemble.RunAssembly, "add", "merge_in_parent"),
+    (assemble.RunAssembly, "finish", "order_and_geometry"),
+    (assemble, "geometry_of", "geometry"),
+    (aggregate.MetricsAccumulator, "result", "metrics"),
+    (pipeline, "write_report", "write_report"),
 )
 
 
@@ -74,7 +77,7 @@ def _wrap_stages() -> list[str]:
     for module, name, stage in STAGES:
         func = getattr(module, name, None)
         if func is None:
-            missing.append(f"{module.__name__}.{name}")
+            missing.append(f"{getattr(module, '__name__', module)}.{name}")
         elif inspect.isgeneratorfunction(func):
             setattr(module, name, _timed_iter(stage, func))
         else:
@@ -98,9 +101,7 @@ def main() -> None:
         )
         total = time.perf_counter() - start
     busy_after, steal_after = measure.cpu_seconds()
-    if "build_report" in TIMES and "observability" in TIMES:
-        TIMES["build_report_without_observability"] = TIMES["build_report"] - TIMES["observability"]
-    top = ("read_and_score", "order_cases", "build_report", "write_report")
+    top = ("find_models", "read_and_score", "order_and_geometry", "metrics", "write_report")
     other = total - sum(TIMES.get(k, 0.0) for k in top)
     package = Path(faultline.__file__).parent
     result = {

@@ -58,7 +58,8 @@ class ChunkResult:
         risk: Each case's risk score (0 for errors).
         verdict: Each case's verdict, as an index in ``verdicts`` (-1 for errors).
         verdicts: The chunk's verdict table.
-        json: Each case's report.json line, without the geometry fields.
+        json: Each case's report.json line without its closing brace (the geometry's fields
+            go there).
         metrics: The chunk's metrics, to merge.
     """
 
@@ -132,6 +133,6 @@ def score_chunk(path: Path, chunk: bytes, first_line: int, qualify: bool) -> Chu
             dtype=np.int64,
         ),
         verdicts=table,
-        json=[_ENCODER.encode(c) for c in cases],
+        json=[_ENCODER.encode(c)[:-1] for c in cases],
         metrics=MetricsAccumulator(_state["weights"]).add(cases),
     )

@@ -36,46 +36,38 @@ class CaseLines(Sequence[CaseScore]):
     """Cases held as their report.json lines, decoded only when read.
 
     A run of a million cases keeps its cases as the bytes it will write, not as a million
-    Python objects; indexing decodes one line into a :class:`CaseScore`.
+    Python objects; indexing decodes one line into a :class:`CaseScore`. Each line is kept as
+    a head (the compact JSON object without its closing brace) and a tail (the fields added
+    after scoring, such as the geometry's, and the brace), so adding fields never copies a line.
 
     Args:
-        lines: One compact JSON object per case.
+        heads: Each case's JSON object without its closing ``}``.
         ids: Each case's id, to find a case without decoding the others.
-        tails: For each case, the bytes that replace its line's closing ``}`` (the geometry
-            fields and the brace), or ``None`` to keep the lines as they are.
+        tails: What follows each head (default: just ``}``).
     """
 
     _DECODER = msgspec.json.Decoder(CaseScore)
 
     def __init__(
-        self, lines: Sequence[bytes], ids: Sequence[str], tails: Sequence[bytes] | None = None
+        self, heads: Sequence[bytes], ids: Sequence[str], tails: Sequence[bytes] | None = None
     ) -> None:
-        self.lines = lines
+        self.heads = heads
         self.ids = ids
-        self.tails = tails
+        self.tails = tails if tails is not None else [b"}"] * len(heads)
         self._positions: dict[str, int] | None = None
 
     def line(self, index: int) -> bytes:
         """The report.json line of one case."""
-        if self.tails is None:
-            return self.lines[index]
-        return self.lines[index][:-1] + self.tails[index]
+        return self.heads[index] + self.tails[index]
 
-    def parts(self, start: int, stop: int, separator: bytes) -> list[bytes | memoryview]:
-        """The lines ``start:stop`` as pieces to join, separated by ``separator``.
-
-        Joining the pieces makes one copy of the lines, where concatenating each line with
-        its tail first would make two.
-        """
-        out: list[bytes | memoryview] = []
-        for i in range(start, min(stop, len(self.lines))):
-            if out:
-                out.append(separator)
-            if self.tails is None:
-                out.append(self.lines[i])
-            else:
-                out.append(memoryview(self.lines[i])[:-1])
-                out.append(self.tails[i])
+    def parts(self, start: int, stop: int, separator: bytes) -> list[bytes]:
+        """The lines ``start:stop`` as pieces to join, separated by ``separator``."""
+        heads = self.heads[start:stop]
+        if not heads:
+            return []
+        out = [separator] * (3 * len(heads) - 1)
+        out[0::3] = heads
+        out[1::3] = self.tails[start:stop]
         return out
 
     def find(self, case_id: str) -> CaseScore | None:
@@ -86,7 +78,7 @@ class CaseLines(Sequence[CaseScore]):
         return None if i is None else self._DECODER.decode(self.line(i))
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return len(self.heads)
 
     @overload
     def __getitem__(self, index: int) -> CaseScore: ...
