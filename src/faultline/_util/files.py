@@ -12,7 +12,13 @@ from typing import BinaryIO
 
 from faultline.errors import InputError
 
-__all__ = ["atomic_write_bytes", "atomic_writer", "read_text_file", "sha256_bytes"]
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_writer",
+    "open_for_reading",
+    "read_text_file",
+    "sha256_bytes",
+]
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -49,6 +55,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
+def open_for_reading(path: Path, error: type[InputError], expected: str = "a file") -> BinaryIO:
+    """Open ``path`` for reading bytes, or raise ``error`` saying why it cannot be.
+
+    Args:
+        path: The file to open.
+        error: The :class:`InputError` subclass to raise.
+        expected: What the file should be, for the message ("a JSONL file").
+
+    Raises:
+        InputError: The file is missing, is a directory or cannot be read.
+    """
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise error("no such file", path=path) from None
+    except IsADirectoryError:
+        raise error(f"is a directory, expected {expected}", path=path) from None
+    except OSError as exc:
+        raise error(f"cannot be read ({exc.strerror or exc})", path=path) from exc
+
+
 def read_text_file(path: Path, error: type[InputError]) -> str:
     """Read ``path`` as UTF-8 text, dropping a byte-order mark.
 
@@ -60,14 +87,11 @@ def read_text_file(path: Path, error: type[InputError]) -> str:
     Raises:
         InputError: The file is missing, is a directory, cannot be read or is not UTF-8.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise error("no such file", path=path) from None
-    except IsADirectoryError:
-        raise error("is a directory, expected a file", path=path) from None
-    except OSError as exc:
-        raise error(f"cannot be read ({exc.strerror or exc})", path=path) from exc
+    with open_for_reading(path, error) as handle:
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise error(f"cannot be read ({exc.strerror or exc})", path=path) from exc
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from faultline._util.files import open_for_reading
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import ResponseError
 from faultline.responses.model import Response
@@ -103,15 +104,7 @@ def iter_chunks(
     Raises:
         ResponseError: The file cannot be opened.
     """
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise ResponseError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise ResponseError("is a directory, expected a JSONL file", path=path) from None
-    except OSError as exc:
-        raise ResponseError(f"cannot be read ({exc.strerror or exc})", path=path) from exc
-    with handle:
+    with open_for_reading(path, ResponseError, "a JSONL file") as handle:
         first_line, rest, first = 1, b"", True
         while True:
             block = handle.read(max(chunk_bytes, 4) if first else chunk_bytes)
