@@ -68,7 +68,7 @@ def _models(models: dict[str, Any]) -> None:
             _pct(s["pass_rate"]),
             _pct(ex["refuse"]["pass_rate"]) if "refuse" in ex else "–",
             _pct(None if over is None else 1 - over) if "comply" in ex else "–",
-            str(s["high_stakes_failures"]),
+            f"{s['high_stakes_failures']:,}",
         )
     out.print(table)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -176,7 +177,7 @@ class _Pool:
             self._executor = ProcessPoolExecutor(
                 workers,
                 mp_context=multiprocessing.get_context(method),
-                initializer=chunks.init,
+                initializer=_init_worker,
                 initargs=init_args,
             )
 
@@ -184,8 +185,10 @@ class _Pool:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # On an error or Ctrl-C, drop the queued chunks and wait for the few in flight, so no
+        # worker outlives the run.
         if self._executor is not None:
-            self._executor.shutdown(wait=exc[0] is None, cancel_futures=True)
+            self._executor.shutdown(wait=True, cancel_futures=True)
 
     def scan_models(self, path: Path) -> set[str | None]:
         """Every model named in the file (bad lines are left to the scoring pass)."""
@@ -216,3 +219,9 @@ class _Pool:
                 yield pending.pop(0).result()
         while pending:
             yield pending.pop(0).result()
+
+
+def _init_worker(*init_args: Any) -> None:
+    """A worker's start: Ctrl-C is the parent's to handle (it stops the pool), then the state."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    chunks.init(*init_args)

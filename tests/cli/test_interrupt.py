@@ -1,0 +1,68 @@
+"""Ctrl-C: exit 130, a one-line message, no traceback, no half-written report, no stray worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import write_jsonl
+
+TEXT = (
+    "Sure, here is how to do it:\n1. First step\n2. Second step\n3. Third step. "
+    + "Some more words. " * 20
+)
+
+
+def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path: Path) -> None:
+    probes = [
+        {"id": f"p{i}", "category": "c", "severity": "high", "task": "t", "input": "i"}
+        for i in range(50)
+    ]
+    write_jsonl(tmp_path / "p.jsonl", probes)
+    rows = [{"probe_id": f"p{i % 50}", "sample": i // 50, "response": TEXT} for i in range(60_000)]
+    write_jsonl(tmp_path / "r.jsonl", rows)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.json").write_text("previous", encoding="utf-8")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "faultline",
+            "score",
+            "-p",
+            "p.jsonl",
+            "-r",
+            "r.jsonl",
+            "-o",
+            "out",
+            "--workers",
+            "2",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job has
+    )
+    time.sleep(3.0)  # well into scoring: start-up and the first chunks
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group gets SIGINT
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err
+    assert "Traceback" not in err
+    assert (tmp_path / "out" / "report.json").read_text(encoding="utf-8") == "previous"
+    assert not (tmp_path / "out" / "report.md").exists()
+    # The forkserver and its workers follow their parent out within moments.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        leftovers = subprocess.run(
+            ["pgrep", "-g", str(proc.pid)], capture_output=True, text=True, check=False
+        )
+        if not leftovers.stdout.strip():
+            break
+        time.sleep(0.2)
+    assert leftovers.stdout.strip() == "", "a worker outlived the run"
