@@ -48,7 +48,8 @@ def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path: Path) -> None:
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job has
     )
-    time.sleep(3.0)  # well into scoring: start-up and the first chunks
+    _wait_for_workers(proc.pid)  # scoring has started: the parent, the forkserver, its workers
+    time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group gets SIGINT
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, out + err
@@ -66,3 +67,15 @@ def test_ctrl_c_stops_a_parallel_run_cleanly(tmp_path: Path) -> None:
             break
         time.sleep(0.2)
     assert leftovers.stdout.strip() == "", "a worker outlived the run"
+
+
+def _wait_for_workers(group: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = subprocess.run(
+            ["pgrep", "-g", str(group)], capture_output=True, text=True, check=False
+        )
+        if len(found.stdout.split()) >= 4:  # faultline, the forkserver and two workers
+            return
+        time.sleep(0.1)
+    raise AssertionError("the worker pool never started")
