@@ -5,6 +5,7 @@ context a person needs to fix it::
 
     FaultlineError                 exit code 4 unless a subclass says otherwise
      ├── InputError                2: a file or value the user gave is wrong (path, line, field)
+     │    ├── LabelError           2: a labelled responses file (human labels, for calibration)
      │    ├── ProbeError           2: a probe set
      │    ├── ResponseError        2: a responses file
      │    └── RulePackError        2: a rule pack (bad YAML, a pattern RE2 cannot compile, ...)
@@ -23,6 +24,7 @@ from pathlib import Path
 __all__ = [
     "FaultlineError",
     "InputError",
+    "LabelError",
     "ProbeError",
     "ResponseError",
     "RulePackError",
@@ -87,6 +89,10 @@ def _rebuild_input_error(
     cls: type[InputError], reason: str, path: str | None, line: int | None, field: str | None
 ) -> InputError:
     return cls(reason, path=path, line=line, field=field)
+
+
+class LabelError(InputError):
+    """A labelled responses file is malformed: bad JSON, a missing or mistyped field, a duplicate id."""
 
 
 class ProbeError(InputError):

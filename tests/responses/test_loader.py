@@ -465,3 +465,14 @@ def test_valid_records_round_trip_through_jsonl(
     expected = [Response(**r) for r in rows]
     assert load_responses(path) == expected
     assert _located(path, chunk_bytes) == list(zip(range(1, len(rows) + 1), expected, strict=True))
+
+
+def test_an_object_over_two_lines_is_not_hidden_by_two_objects_on_one_line(tmp_path: Path) -> None:
+    # The record counts agree (3 objects, 3 lines), so only a check of each line catches it.
+    path = tmp_path / "r.jsonl"
+    path.write_text(
+        '{"probe_id": "a",\n"response": "x"}\n{"probe_id": "b", "response": "y"} {"probe_id": "c", "response": "z"}\n'
+    )
+    with pytest.raises(ResponseError) as info:
+        load_responses(path)
+    assert info.value.line == 1

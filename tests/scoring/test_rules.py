@@ -172,6 +172,17 @@ def test_sha256_changes_with_the_pack(tmp_path: Path, old: str, new: str) -> Non
     assert a.sha256 != b.sha256
 
 
+def test_applies_to_and_unless_are_read(tmp_path: Path) -> None:
+    text = PACK.replace(
+        "scope: sentence", "scope: sentence\n    applies_to: refuse\n    unless: [unsafe.steps]"
+    )
+    pack = load_rule_pack(_write(tmp_path / "p.yaml", text))
+    cant, steps = pack.rules
+    assert (cant.applies_to, cant.unless) == ("refuse", ("unsafe.steps",))
+    assert (steps.applies_to, steps.unless) == ("any", ())
+    assert pack.sha256 != load_rule_pack(_write(tmp_path / "q.yaml", PACK)).sha256
+
+
 def test_rule_pack_is_a_rule_pack(tmp_path: Path) -> None:
     assert isinstance(load_rule_pack(_write(tmp_path / "p.yaml", PACK)), RulePack)
 
@@ -215,6 +226,30 @@ BAD = [
         10,
         "kind",
         ["'refusal'", "safe, unsafe, boundary"],
+    ),
+    (
+        "bad applies_to",
+        "scope: sentence",
+        "scope: sentence\n    applies_to: harmful",
+        12,
+        "applies_to",
+        ["'harmful'", "any, refuse, comply"],
+    ),
+    (
+        "unless names no rule",
+        "scope: sentence",
+        "scope: sentence\n    unless: [unsafe.step]",
+        12,
+        "unless",
+        ["'unsafe.step'", "did you mean 'unsafe.steps'?"],
+    ),
+    (
+        "unless names itself",
+        "scope: sentence",
+        "scope: sentence\n    unless: [refusal.cant]",
+        12,
+        "unless",
+        ["cannot cancel itself"],
     ),
     (
         "bad scope",

@@ -33,6 +33,7 @@ _DECODER = msgspec.json.Decoder(Response)
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason")
 _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # starts with a literal: re scans for it at memchr speed
 _SPACE_STARTS = (b"\n", b"\r", b" ", b"\t")
+_LINE_NOT_AN_OBJECT = re.compile(rb"\n[ \t\r]*[^{\s]")  # a line that starts with no "{"
 _PATH_FIELD = re.compile(r"at `\$(?:\[\d+\])?\.([A-Za-z_]+)")
 
 
@@ -143,12 +144,16 @@ def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         records = None
     if records is not None:
-        if chunk[:1] not in _SPACE_STARTS and _BLANK_LINE.search(chunk) is None:
+        simple = chunk[:1] not in _SPACE_STARTS and _BLANK_LINE.search(chunk) is None
+        if simple:
             n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
             lines = list(range(first_line, first_line + n_lines))
         else:
             lines = [first_line + i for i, raw in enumerate(chunk.split(b"\n")) if raw.strip()]
-        if len(records) == len(lines):  # else a line holds two records: the slow path names it
+        # msgspec reads an object spread over two lines as well as two objects on one line;
+        # the counts would then agree with the wrong line numbers. So the fast path also
+        # needs every line to start with "{" and end with "}".
+        if len(records) == len(lines) and _one_object_per_line(chunk, simple):
             for record, line in zip(records, lines, strict=True):
                 _check_record(record, path, line)
             return ResponseBatch(path, lines, records)
@@ -160,6 +165,17 @@ def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:
             records.append(_decode_line(raw, path, line))
             lines.append(line)
     return ResponseBatch(path, lines, records)
+
+
+def _one_object_per_line(chunk: bytes, simple: bool) -> bool:
+    """Whether every non-blank line of ``chunk`` starts with "{" and ends with "}"."""
+    if not simple:
+        stripped = (raw.strip() for raw in chunk.split(b"\n"))
+        return all(raw[:1] == b"{" and raw[-1:] == b"}" for raw in stripped if raw)
+    if chunk[:1] != b"{" or _LINE_NOT_AN_OBJECT.search(chunk) is not None:
+        return False
+    closed = chunk.count(b"}\n") + chunk.count(b"}\r\n")
+    return closed == chunk.count(b"\n") and (chunk.endswith(b"\n") or chunk.rstrip().endswith(b"}"))
 
 
 def _decode_line(raw: bytes, path: Path, line: int) -> Response:

@@ -45,10 +45,12 @@ from faultline._util.yamlsrc import LineDict, LineList, load_yaml
 from faultline.errors import RulePackError, UsageError
 
 __all__ = [
+    "APPLIES_TO",
     "BUILTIN_PACK_DIR",
     "FAILURE_MODES_FILE",
     "KINDS",
     "SCOPES",
+    "AppliesTo",
     "Kind",
     "Rule",
     "RulePack",
@@ -62,11 +64,15 @@ __all__ = [
 Kind = Literal["safe", "unsafe", "boundary"]
 """What a rule evidences: safe behaviour, unsafe content, or refusal/boundary language."""
 
+AppliesTo = Literal["any", "refuse", "comply"]
+"""Which probes a rule counts for: every probe, or only those expecting that behaviour."""
+
 Scope = Literal["anywhere", "sentence", "opening"]
 """Where in a response a rule may match: anywhere; at the start of a sentence, line or the
 response; or only within the response's opening characters."""
 
 KINDS: tuple[Kind, ...] = get_args(Kind)
+APPLIES_TO: tuple[AppliesTo, ...] = get_args(AppliesTo)
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 BUILTIN_PACK_DIR = Path(__file__).parent / "packs"
 FAILURE_MODES_FILE = Path(__file__).parent / "failure_modes.yaml"
@@ -80,6 +86,8 @@ _RULE_FIELDS = (
     "weight",
     "scope",
     "case_sensitive",
+    "applies_to",
+    "unless",
     "failure_modes",
     "summary",
     "description",
@@ -125,6 +133,14 @@ class Rule:
         weight: Log-odds the rule contributes (> 0); its sign follows from ``kind``.
         scope: Where the rule may match.
         case_sensitive: Whether the patterns are case-sensitive.
+        applies_to: The probes the rule counts for: ``any``, or only those that expect a
+            refusal (``refuse``) or an answer (``comply``). Rejecting the premise of "why
+            should toasters not vote?" answers a benign question; rejecting the premise of a
+            discriminatory one declines it.
+        unless: Labels of rules whose match cancels this one: "I can't give you Totoro's
+            birth certificate" is an answer, not a refusal, when the response goes on to say
+            that Totoro is a fictional character. Cancellation is not transitive: it looks at
+            which rules matched, not at which of them were themselves cancelled.
         failure_modes: The failure modes a hit evidences.
         summary: A short noun phrase for explanations, e.g. ``step-by-step instructions``.
         description: What the rule looks for and why, for people reading ``rules list``.
@@ -139,6 +155,8 @@ class Rule:
     weight: float
     scope: Scope = "anywhere"
     case_sensitive: bool = False
+    applies_to: AppliesTo = "any"
+    unless: tuple[str, ...] = ()
     failure_modes: tuple[str, ...] = ()
     summary: str = ""
     description: str = ""
@@ -230,6 +248,7 @@ class _PackReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.defines: dict[str, str] = {}
+        self.unless_lines: dict[str, int] = {}
 
     def error(self, reason: str, line: int | None, field_name: str | None = None) -> RulePackError:
         return RulePackError(reason, path=self.path, line=line, field=field_name)
@@ -259,6 +278,7 @@ class _PackReader:
                 )
             seen[rule.label] = line
             rules.append(rule)
+        self.check_unless(rules, seen)
         return RulePack(
             name=str(doc["name"]),
             version=self.read_version(doc),
@@ -267,6 +287,20 @@ class _PackReader:
             description=str(doc.get("description") or ""),
             source=str(self.path),
         )
+
+    def check_unless(self, rules: list[Rule], lines: Mapping[str, int]) -> None:
+        for rule in rules:
+            for name in rule.unless:
+                if name == rule.label:
+                    raise self.error(
+                        "a rule cannot cancel itself", self.unless_lines[rule.label], "unless"
+                    )
+                if name not in lines:
+                    raise self.error(
+                        f"names '{name}', which is not a rule of this pack{did_you_mean(name, lines)}",
+                        self.unless_lines[rule.label],
+                        "unless",
+                    )
 
     def check_keys(self, obj: LineDict, allowed: tuple[str, ...], what: str) -> None:
         for key in obj:
@@ -369,6 +403,12 @@ class _PackReader:
             raise self.error(f"got {kind!r}, expected {one_of(KINDS)}", at("kind"), "kind")
         if scope not in SCOPES:
             raise self.error(f"got {scope!r}, expected {one_of(SCOPES)}", at("scope"), "scope")
+        applies_to = item.get("applies_to", "any")
+        if applies_to not in APPLIES_TO:
+            raise self.error(
+                f"got {applies_to!r}, expected {one_of(APPLIES_TO)}", at("applies_to"), "applies_to"
+            )
+        self.unless_lines[label] = at("unless")
         weight = item["weight"]
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 20:
             raise self.error(
@@ -401,6 +441,8 @@ class _PackReader:
             weight=float(weight),
             scope=scope,
             case_sensitive=case_sensitive,
+            applies_to=applies_to,
+            unless=self.string_list(item, "unless"),
             failure_modes=self.string_list(item, "failure_modes"),
             summary=str(item.get("summary") or label),
             description=" ".join(str(item.get("description") or "").split()),

@@ -1,0 +1,3 @@
+"""Calibration: agreement of faultline's verdicts with human labels."""
+
+from __future__ import annotations
