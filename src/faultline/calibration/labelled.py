@@ -163,8 +163,10 @@ def group_key(row: LabelledRow) -> str:
         (t for t in (row.group, goal) if isinstance(t, str) and t.strip()),
         row.prompt,
     )
-    key = _NOT_KEY_CHARS.sub(" ", text.lower()).strip()
-    return key or " ".join(text.casefold().split())
+    for folded in (text.lower(), text.casefold()):  # "ß" has ASCII letters only case-folded
+        if key := _NOT_KEY_CHARS.sub(" ", folded).strip():
+            return key
+    return " ".join(text.casefold().split())
 
 
 def expectation(row: LabelledRow) -> Expect:
