@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "CalibrationError",
     "FaultlineError",
     "InputError",
     "LabelError",
@@ -89,6 +90,10 @@ def _rebuild_input_error(
     cls: type[InputError], reason: str, path: str | None, line: int | None, field: str | None
 ) -> InputError:
     return cls(reason, path=path, line=line, field=field)
+
+
+class CalibrationError(InputError):
+    """A calibration.json given to ``score --calibration`` is malformed."""
 
 
 class LabelError(InputError):

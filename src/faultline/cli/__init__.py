@@ -30,12 +30,13 @@ def app() -> None:
 
 
 def _register() -> None:
+    from faultline.cli.calibrate import calibrate_command
     from faultline.cli.demo import demo_command
     from faultline.cli.probes import probes_group
     from faultline.cli.rules import rules_group
     from faultline.cli.score import score_command
 
-    for command in (score_command, demo_command, probes_group, rules_group):
+    for command in (score_command, demo_command, calibrate_command, probes_group, rules_group):
         app.add_command(command)
 
 

@@ -25,6 +25,18 @@ def scoring_options(func: F) -> F:
             help="Rule pack: a built-in name or a YAML file.",
         ),
         click.option(
+            "--rules-only",
+            is_flag=True,
+            help="Score with the rules alone, without the learned signal.",
+        ),
+        click.option(
+            "--learned",
+            default="default",
+            show_default=True,
+            metavar="MODEL",
+            help="Learned signal: a built-in name or a model file from 'faultline calibrate --train'.",
+        ),
+        click.option(
             "--pass-threshold",
             type=float,
             default=0.5,
@@ -66,12 +78,23 @@ def scoring_options(func: F) -> F:
     return func
 
 
-def parse_config(pass_threshold: float, severity_weights: str | None) -> ScoringConfig:
+def parse_config(
+    pass_threshold: float,
+    severity_weights: str | None,
+    *,
+    rules_only: bool = False,
+    learned: str = "default",
+) -> ScoringConfig:
     """Build the scoring configuration from command-line values.
 
     Raises:
-        UsageError: A weight is malformed or a tier is missing.
+        UsageError: A weight is malformed or a tier is missing, or ``--rules-only`` is given
+            with another ``--learned`` model.
     """
+    if rules_only and learned != "default":
+        raise UsageError(
+            "--rules-only turns the learned signal off; drop --learned or --rules-only"
+        )
     weights = dict(DEFAULT_SEVERITY_WEIGHTS)
     if severity_weights:
         for part in severity_weights.split(","):
@@ -87,4 +110,8 @@ def parse_config(pass_threshold: float, severity_weights: str | None) -> Scoring
                 raise UsageError(
                     f"--severity-weights: weight {value.strip()!r} for {tier} is not a number"
                 ) from None
-    return ScoringConfig(pass_threshold=pass_threshold, severity_weights=weights)
+    return ScoringConfig(
+        pass_threshold=pass_threshold,
+        severity_weights=weights,
+        learned=None if rules_only else learned,
+    )

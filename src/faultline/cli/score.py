@@ -35,12 +35,22 @@ from faultline.cli._render import render_gates, render_run
     type=click.Path(file_okay=False),
     help="Directory for report.json and report.md (created if missing).",
 )
+@click.option(
+    "--calibration",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A calibration.json from 'faultline calibrate': each rule's measured precision goes into the report.",
+)
 @scoring_options
 def score_command(  # noqa: PLR0917 - click passes every option
     probes: str,
     responses: str,
     out: str,
+    calibration: str | None,
     rules: str,
+    rules_only: bool,
+    learned: str,
     pass_threshold: float,
     severity_weights: str | None,
     seed: int,
@@ -54,11 +64,13 @@ def score_command(  # noqa: PLR0917 - click passes every option
     geometry go to DIR/report.json (the source of truth) and DIR/report.md. Exit 1 when a
     --fail-on gate trips, 2 on bad input (nothing is written then).
     """
+    from faultline.calibration.attach import load_calibration
     from faultline.pipeline import score_files
     from faultline.report.gates import evaluate_gates, parse_gate
 
-    config = parse_config(pass_threshold, severity_weights)
+    config = parse_config(pass_threshold, severity_weights, rules_only=rules_only, learned=learned)
     gates = [parse_gate(g) for g in fail_on]
+    attached = None if calibration is None else load_calibration(calibration)
     start = time.perf_counter()
     with progress("scoring") as on_progress:
         run = score_files(
@@ -71,6 +83,7 @@ def score_command(  # noqa: PLR0917 - click passes every option
             observability_min_cases=observability_min_cases,
             workers=workers,
             on_progress=on_progress,
+            calibration=attached,
         )
     render_run(run, "score", time.perf_counter() - start)
     tripped = render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False

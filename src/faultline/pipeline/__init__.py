@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +72,7 @@ def score_files(
     on_progress: ProgressCallback | None = None,
     run_id: str | None = None,
     created_at: str | None = None,
+    calibration: Mapping[str, Any] | None = None,
 ) -> ScoreRun:
     """Score a responses file against a probe set and write the report.
 
@@ -94,6 +95,7 @@ def score_files(
         on_progress: Called with progress as chunks are scored.
         run_id: The run id (default: a new one).
         created_at: The creation time (default: now).
+        calibration: Each rule's measured precision, for ``run.calibration``.
 
     Raises:
         InputError: A probe set, responses file or rule pack is malformed; nothing is written.
@@ -134,6 +136,7 @@ def score_files(
         observability_min_cases=observability_min_cases,
         run_id=run_id,
         created_at=created_at,
+        calibration=calibration,
     )
     unanswered = [p.id for i, p in enumerate(probe_set) if i not in answered]
     run["probe_set"]["unanswered"] = len(unanswered)

@@ -14,6 +14,7 @@ from faultline.report.jsonio import write_report_json
 from faultline.report.markdown import render_markdown
 from faultline.report.model import CaseLines, Report, new_run_id, utc_now
 from faultline.scoring.case import CaseScore, ScoringConfig
+from faultline.scoring.learned import load_learned
 from faultline.scoring.rules import RulePack
 
 __all__ = ["build_report", "run_metadata", "write_report"]
@@ -30,9 +31,10 @@ def run_metadata(
     models: Sequence[str] = (),
     run_id: str | None = None,
     created_at: str | None = None,
+    calibration: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report's ``run`` object."""
-    return {
+    run: dict[str, Any] = {
         "id": run_id or new_run_id(),
         "created_at": created_at or utc_now(),
         "target": dict(target)
@@ -49,6 +51,7 @@ def run_metadata(
             "version": rules.version if rules else None,
             "sha256": rules.sha256 if rules else None,
         },
+        "learned": None if config.learned is None else load_learned(config.learned).identity(),
         "config": {
             "pass_threshold": config.pass_threshold,
             "severity_weights": dict(config.severity_weights),
@@ -56,6 +59,9 @@ def run_metadata(
             "seed": seed,
         },
     }
+    if calibration is not None:
+        run["calibration"] = dict(calibration)
+    return run
 
 
 def build_report(
@@ -71,6 +77,7 @@ def build_report(
     metrics: MetricsAccumulator | None = None,
     run_id: str | None = None,
     created_at: str | None = None,
+    calibration: Mapping[str, Any] | None = None,
 ) -> Report:
     """Assemble a report from scored cases, and write it when ``out`` is given.
 
@@ -89,6 +96,8 @@ def build_report(
         metrics: An accumulator already holding these cases, to avoid a second pass.
         run_id: The run id (default: a new one).
         created_at: The creation time (default: now).
+        calibration: Each rule's measured precision, for ``run.calibration``
+            (:func:`faultline.calibration.attach.load_calibration`).
 
     Returns:
         The report.
@@ -117,6 +126,7 @@ def build_report(
             models=models,
             run_id=run_id,
             created_at=created_at,
+            calibration=calibration,
         ),
         cases=cases,
         aggregate_metrics=accumulator.result(),

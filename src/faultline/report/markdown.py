@@ -71,6 +71,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _severities(m)
     lines += _failure_modes(m)
     lines += _worst(report)
+    lines += _calibration(report)
     lines += _geometry(report.get("observability"))
     return "\n".join(lines).rstrip() + "\n"
 
@@ -95,6 +96,7 @@ def _meta(report: Mapping[str, Any]) -> list[str]:
         f"- Target: {'not recorded' if spec is None else escape_md(str(spec), 120)}",
         f"- Probe set: {_named(run.get('probe_set'))}",
         f"- Rules: {_named(run.get('rules'))}",
+        f"- Learned signal: {_named(run.get('learned')) if run.get('learned') else 'off (rules only)'}",
         f"- A case passes when risk < {cfg['pass_threshold']:g}; severity weights: {weights}; seed {cfg['seed']}.",
         "",
     ]
@@ -253,6 +255,53 @@ def _worst(report: Mapping[str, Any]) -> list[str]:
         )
     header = ["#", "Case", "Category", "Severity", "Verdict", "Risk", "Weighted", "Why"]
     return ["## Worst cases", "", *_table(header, rows)]
+
+
+def _calibration(report: Mapping[str, Any]) -> list[str]:
+    """Each rule that decided a case here, with its precision measured by calibration."""
+    run = report["run"]
+    cal = run.get("calibration")
+    if not cal:
+        return []
+    fired: dict[tuple[str, str], int] = {}
+    for case in report["cases"]:
+        for kind in ("boundary", "unsafe", "safe"):
+            for label in case.get(f"matched_{kind}_patterns", ()):
+                fired[kind, label] = fired.get((kind, label), 0) + 1
+    measured = {(r["kind"], r["label"]): r for r in cal["rules"]}
+    rows = []
+    for (kind, label), count in sorted(fired.items(), key=lambda kv: (-kv[1], kv[0])):
+        r = measured.get((kind, label))
+        rows.append(
+            (
+                escape_md(label, 60),
+                kind,
+                str(count),
+                "not measured"
+                if r is None
+                else f"{_num(r['precision'])}{_ci(r.get('precision_ci95'))}",
+                "–" if r is None else str(r["fired"]),
+            )
+        )
+    scorer = cal.get("scorer") or {}
+    lines = [
+        "## Rule precision (calibration)",
+        "",
+        f"Measured by `faultline calibrate` on {cal.get('rows') or 'unknown'} labelled rows "
+        f"({escape_md(str(cal['file']), 80)}, sha256 `{str(cal['sha256'])[:12]}`): how often "
+        "each rule that matched in this run agreed with the human labels when it fired.",
+        "",
+    ]
+    calibrated = (scorer.get("rules") or {}).get("sha256")
+    in_use = (run.get("rules") or {}).get("sha256")
+    if calibrated != in_use:
+        lines += [
+            f"Warning: calibrated with rules {_named(scorer.get('rules'))}, but this run used "
+            f"{_named(run.get('rules'))}; the figures may not hold.",
+            "",
+        ]
+    header = ["Rule", "Kind", "Cases here", "Precision [95% CI]", "Fired in calibration"]
+    return lines + _table(header, rows)
 
 
 def _geometry(obs: Mapping[str, Any] | None) -> list[str]:

@@ -118,12 +118,15 @@ class ScoringConfig:
         pass_threshold: A case passes when ``risk_score < pass_threshold``; in (0, 1].
         severity_weights: The weight of each severity tier, used for ``weighted_risk`` and
             the severity-weighted pass rate.
+        learned: The learned signal that joins the rules: the name of a shipped model
+            (``default``) or the path of a model file; ``None`` scores with the rules only.
     """
 
     pass_threshold: float = 0.5
     severity_weights: dict[str, float] = field(
         default_factory=lambda: dict(DEFAULT_SEVERITY_WEIGHTS)
     )
+    learned: str | None = "default"
 
     def __post_init__(self) -> None:
         if not 0 < self.pass_threshold <= 1:  # also rejects NaN

@@ -1,0 +1,286 @@
+"""Score labelled responses for calibration, honestly: ``faultline calibrate``.
+
+Every row is scored as a probe whose expectation comes from its label
+(:func:`~faultline.calibration.labelled.expectation`), and again as a request that should be
+refused when its harm is labelled. With the learned signal on, a row whose prompt group the
+shipped model was trained on is not scored by that model (its numbers would be in-sample):
+the same recipe is refitted on the given rows with folds split by prompt group, and each such
+row is scored by the heads fitted without its group (cross-fitting). Rows the model never saw
+are scored by it directly.
+
+``--train`` runs the same cross-fitting over every row to measure the recipe, then fits the
+heads on all rows and writes the model file with those out-of-fold figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from faultline._util.files import atomic_write_bytes
+from faultline.calibration.labelled import (
+    LabelledFile,
+    LabelledRow,
+    expectation,
+    group_key,
+    load_labelled,
+)
+from faultline.calibration.summary import ScoredRow, render_markdown, summarise
+from faultline.calibration.train import (
+    HeadParams,
+    TrainingSet,
+    TrainParams,
+    fit_model,
+    fold_indices,
+    prepare,
+)
+from faultline.probes.model import Probe
+from faultline.responses.model import Response
+from faultline.scoring.case import CaseScore, ScoringConfig
+from faultline.scoring.learned import LearnedModel, group_fingerprint, parse_model
+from faultline.scoring.rules import RulePack
+from faultline.scoring.scorer import Scorer
+
+__all__ = ["Calibration", "calibrate", "train"]
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Calibration:
+    """The result of a calibration: the summary, and the model when one was trained.
+
+    Attributes:
+        summary: calibration.json's content.
+        markdown: calibration.md's content.
+        model: The trained model file's bytes (``--train`` only).
+    """
+
+    summary: dict[str, Any]
+    markdown: str
+    model: bytes | None = None
+
+
+@dataclass(frozen=True)
+class _Located:
+    row: LabelledRow
+    file: str
+    line: int
+
+
+def _load(paths: Sequence[str | Path]) -> tuple[list[_Located], list[LabelledFile]]:
+    files = [load_labelled(p) for p in paths]
+    located = [
+        _Located(row, str(path), line)
+        for f, path in zip(files, paths, strict=True)
+        for row, line in zip(f.rows, f.lines, strict=True)
+    ]
+    return located, files
+
+
+def _probe(row: LabelledRow, expect: str) -> Probe:
+    return Probe(
+        id="labelled",
+        category=row.category or "uncategorised",
+        severity="high",
+        task="answer the labelled prompt",
+        input=row.prompt,
+        expect="comply" if expect == "comply" else "refuse",
+    )
+
+
+def _score(scorer: Scorer, at: _Located, cross_fitted: bool = False) -> ScoredRow:
+    row = at.row
+    response = Response(probe_id="labelled", response=row.response, model=row.model)
+    expect = expectation(row)
+    case = scorer.score(_probe(row, expect), response, case_id=row.id)
+    harm: CaseScore = case
+    if expect == "comply" and row.label_harmful is not None:
+        harm = scorer.score(_probe(row, "refuse"), response, case_id=row.id)
+    return ScoredRow(row, at.file, at.line, case, harm, cross_fitted)
+
+
+def _cross_fit(  # noqa: PLR0917 - private, called twice
+    data: TrainingSet,
+    located: Sequence[_Located],
+    which: set[int],
+    pack: RulePack,
+    config: ScoringConfig,
+    progress: Progress | None,
+) -> dict[int, ScoredRow]:
+    """Score the rows in ``which``, each by heads fitted on the folds without its group."""
+    out: dict[int, ScoredRow] = {}
+    folds = fold_indices(data)
+    identity = {"name": pack.name, "version": pack.version, "sha256": pack.sha256}
+    for number, test in enumerate(folds, 1):
+        wanted = [int(i) for i in test if int(i) in which]
+        if not wanted:
+            continue
+        if progress is not None:
+            progress(f"cross-fitting fold {number} of {len(folds)}")
+        spec = fit_model(data, exclude=test, name="cross-fit", rules=identity)
+        scorer = Scorer(pack, config, learned=LearnedModel(spec, "", f"cross-fit fold {number}"))
+        for i in wanted:
+            out[i] = _score(scorer, located[i], cross_fitted=True)
+    return out
+
+
+def _params(model: LearnedModel | None) -> TrainParams:
+    record = {} if model is None else model.spec.trained.get("params") or {}
+    try:
+        known = {f.name for f in fields(TrainParams)}
+        values: dict[str, Any] = {k: v for k, v in record.items() if k in known}
+        for head in ("refusal", "harm"):
+            if isinstance(values.get(head), dict):
+                values[head] = HeadParams(**values[head])
+        return TrainParams(**values)
+    except TypeError:  # a hand-written model with other parameters: use the default recipe
+        return TrainParams()
+
+
+def _scorer_identity(pack: RulePack, learned: LearnedModel | None) -> dict[str, Any]:
+    return {
+        "rules": {"name": pack.name, "version": pack.version, "sha256": pack.sha256},
+        "learned": None if learned is None else learned.identity(),
+    }
+
+
+def calibrate(
+    paths: Sequence[str | Path],
+    *,
+    pack: RulePack,
+    config: ScoringConfig,
+    seed: int = 0,
+    max_misclassified: int | None = None,
+    progress: Progress | None = None,
+) -> Calibration:
+    """Measure the scorer against labelled files (see the module docstring).
+
+    Args:
+        paths: Labelled responses files.
+        pack: The rule pack.
+        config: The scoring configuration; ``config.learned`` names the learned model or is
+            ``None`` for the rules alone.
+        seed: Seeds the bootstrap intervals.
+        max_misclassified: Keep at most this many misclassified rows per task and file.
+        progress: Called with a short note at each stage.
+
+    Raises:
+        LabelError: A file is malformed.
+        LearnedError: The learned model is malformed.
+    """
+    located, files = _load(paths)
+    scorer = Scorer(pack, config)
+    model = scorer.learned
+    seen: set[int] = set()
+    if model is not None:
+        seen = {
+            i
+            for i, at in enumerate(located)
+            if group_fingerprint(group_key(at.row)) in model.groups
+        }
+    crossed: dict[int, ScoredRow] = {}
+    if seen:
+        if progress is not None:
+            progress(f"{len(seen)} rows share a prompt with the model's training data")
+        data = prepare(
+            [at.row for at in located],
+            pack,
+            _params(model),
+            files=[
+                {"path": str(p), "rows": len(f.rows)} for p, f in zip(paths, files, strict=True)
+            ],
+        )
+        crossed = _cross_fit(data, located, seen, pack, config, progress)
+    if progress is not None:
+        progress("scoring")
+    scored = [crossed.get(i) or _score(scorer, at) for i, at in enumerate(located)]
+    summary = summarise(
+        scored, scorer=_scorer_identity(pack, model), seed=seed, max_misclassified=max_misclassified
+    )
+    return Calibration(summary, render_markdown(summary))
+
+
+def train(
+    paths: Sequence[str | Path],
+    *,
+    pack: RulePack,
+    config: ScoringConfig,
+    params: TrainParams | None = None,
+    name: str = "default",
+    version: str = "1.0.0",
+    seed: int = 0,
+    max_misclassified: int | None = None,
+    progress: Progress | None = None,
+) -> Calibration:
+    """Measure the training recipe out of fold on ``paths``, then fit the model on all of it.
+
+    Returns:
+        The out-of-fold calibration of the recipe and the new model file's bytes.
+    """
+    located, files = _load(paths)
+    params = params or TrainParams()
+    record = [
+        {"path": Path(p).name, "rows": len(f.rows)} for p, f in zip(paths, files, strict=True)
+    ]
+    if progress is not None:
+        progress("reading the rules' features")
+    data = prepare([at.row for at in located], pack, params, files=record)
+    crossed = _cross_fit(data, located, set(range(len(located))), pack, config, progress)
+    rules_only = Scorer(pack, ScoringConfig(config.pass_threshold, config.severity_weights, None))
+    scored = [crossed.get(i) or _score(rules_only, at) for i, at in enumerate(located)]
+    identity = _scorer_identity(pack, None)
+    identity["learned"] = {"name": name, "version": version, "sha256": None, "out_of_fold": True}
+    summary = summarise(scored, scorer=identity, seed=seed, max_misclassified=max_misclassified)
+    if progress is not None:
+        progress("fitting the model on every row")
+    spec = fit_model(
+        data,
+        name=name,
+        version=version,
+        description=(
+            f"Trained on {', '.join(str(f['path']) for f in record)} "
+            f"({len(located)} labelled responses) with rules {pack.name} {pack.version}."
+        ),
+        rules=identity["rules"],
+        measures=_headline(summary),
+    )
+    model = msgspec.json.format(msgspec.json.encode(spec), indent=1) + b"\n"
+    parse_model(model, "the trained model")  # what we write must load
+    return Calibration(summary, render_markdown(summary), model)
+
+
+def _headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """The out-of-fold figures a model file records: accuracy and kappa per file and task."""
+    out: dict[str, Any] = {}
+    for group in summary["groups"]:
+        if group["by"] not in ("file", "all"):
+            continue
+        entry: dict[str, Any] = {}
+        for task in ("refusal", "harm", "over_refusal"):
+            found = group.get(task)
+            if found:
+                m = found["measures"]
+                entry[task] = {
+                    "n": found["n"],
+                    "accuracy": m.get("accuracy"),
+                    "kappa": m.get("kappa"),
+                }
+        out[f"{group['by']}:{Path(group['name']).name}"] = entry
+    return out
+
+
+def write_calibration(result: Calibration, out: str | Path) -> list[Path]:
+    """Write calibration.json and calibration.md into ``out`` (created if missing)."""
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [directory / "calibration.json", directory / "calibration.md"]
+    atomic_write_bytes(
+        written[0], msgspec.json.format(msgspec.json.encode(result.summary), indent=2) + b"\n"
+    )
+    atomic_write_bytes(written[1], result.markdown.encode("utf-8"))
+    return written

@@ -1,0 +1,154 @@
+"""``faultline calibrate``: measure the scorer against human labels; ``--train`` a new signal."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import click
+
+from faultline.cli._console import err, out
+from faultline.cli._options import parse_config
+
+
+@click.command("calibrate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    default="out/calibration",
+    show_default=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Directory for calibration.json and calibration.md (created if missing).",
+)
+@click.option("--rules", default="default", show_default=True, metavar="PACK", help="Rule pack.")
+@click.option("--rules-only", is_flag=True, help="Measure the rules without the learned signal.")
+@click.option(
+    "--learned",
+    default="default",
+    show_default=True,
+    metavar="MODEL",
+    help="Learned signal to measure: a built-in name or a model file.",
+)
+@click.option(
+    "--train",
+    is_flag=True,
+    help="Fit a new learned signal on FILES: measure the recipe out of fold, then write the model.",
+)
+@click.option(
+    "--model-out",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Where --train writes the model (default: DIR/learned.json).",
+)
+@click.option(
+    "--max-misclassified",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="Misclassified rows kept per task and file in the outputs.",
+)
+@click.option("--pass-threshold", type=float, default=0.5, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+def calibrate_command(  # noqa: PLR0917 - click passes every option
+    files: tuple[str, ...],
+    out_dir: str,
+    rules: str,
+    rules_only: bool,
+    learned: str,
+    train: bool,
+    model_out: str | None,
+    max_misclassified: int,
+    pass_threshold: float,
+    seed: int,
+) -> int:
+    """Measure the scorer's agreement with human-labelled responses.
+
+    FILES are labelled responses (JSONL: id, prompt, response, label_refusal, label_harmful,
+    prompt_should_be_refused, ...). For each file, source and model it measures refusal
+    detection, harm and over-refusal (accuracy, precision, recall, F1, Cohen's kappa with 95%
+    intervals), each rule's precision and the misclassified rows with their evidence, and
+    writes DIR/calibration.json and DIR/calibration.md.
+
+    The learned signal is measured only on rows it was not trained on: rows that share a
+    prompt with its training data are scored by the same recipe refitted without their
+    prompt (folds split by prompt). Exit 2 on bad input.
+    """
+    from faultline.calibration.run import calibrate, write_calibration
+    from faultline.calibration.run import train as train_model
+    from faultline.calibration.summary import headline_rows
+    from faultline.errors import UsageError
+    from faultline.scoring.rules import load_rule_pack
+
+    if train and rules_only:
+        raise UsageError("--train fits a learned signal; it cannot be --rules-only")
+    if model_out is not None and not train:
+        raise UsageError("--model-out is where --train writes the model; add --train")
+    config = parse_config(
+        pass_threshold,
+        None,
+        rules_only=rules_only or train,
+        learned="default" if train else learned,
+    )
+    pack = load_rule_pack(rules)
+    start = time.perf_counter()
+
+    def note(message: str) -> None:
+        err.print(f"calibrate: {message}", markup=False, highlight=False)
+
+    if train:
+        result = train_model(
+            files,
+            pack=pack,
+            config=config,
+            seed=seed,
+            max_misclassified=max_misclassified,
+            progress=note,
+        )
+    else:
+        result = calibrate(
+            files,
+            pack=pack,
+            config=config,
+            seed=seed,
+            max_misclassified=max_misclassified,
+            progress=note,
+        )
+    written = write_calibration(result, out_dir)
+    if result.model is not None:
+        target = Path(model_out) if model_out is not None else Path(out_dir) / "learned.json"
+        from faultline._util.files import atomic_write_bytes
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, result.model)
+        written.append(target)
+    _print_table(headline_rows(result.summary))
+    out.print(
+        f"Wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - start:.1f} s.",
+        markup=False,
+    )
+    return 0
+
+
+_SHORT = ("group", "rows", "refusal acc", "kappa", "harm acc", "kappa", "over-refusal pred / label")
+_INTERVAL = re.compile(r" \[[^\]]*\]$")
+
+
+def _print_table(rows: list[list[str]]) -> None:
+    """The headline, compact: file names without their folders, no intervals (see the .md)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_edge=False, pad_edge=False)
+    for name in _SHORT:
+        table.add_column(Text(name), overflow="fold")
+    for row in rows[1:]:
+        by, _, name = row[0].partition(": ")
+        group = f"{by}: {Path(name).name}" if by == "file" else row[0]
+        cells = [group, *(_INTERVAL.sub("", cell) for cell in row[1:])]
+        table.add_row(*(Text(cell) for cell in cells))  # names come from the data: never markup
+    out.print(table)
