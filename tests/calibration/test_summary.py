@@ -13,13 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faultline.calibration.labelled import REFUSAL_LABELS, LabelledRow
+from faultline.calibration.markdown import headline_rows, render_markdown
 from faultline.calibration.measures import wilson_interval
 from faultline.calibration.summary import (
     TASKS,
     ScoredRow,
-    headline_rows,
     predicted_refusal,
-    render_markdown,
     summarise,
 )
 from faultline.scoring.case import CaseScore, Evidence

@@ -29,7 +29,8 @@ from faultline.calibration.labelled import (
     group_key,
     load_labelled,
 )
-from faultline.calibration.summary import ScoredRow, render_markdown, summarise
+from faultline.calibration.markdown import render_markdown
+from faultline.calibration.summary import ScoredRow, summarise
 from faultline.calibration.train import (
     HeadParams,
     TrainingSet,

@@ -78,9 +78,9 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
     prompt with its training data are scored by the same recipe refitted without their
     prompt (folds split by prompt). Exit 2 on bad input.
     """
+    from faultline.calibration.markdown import headline_rows
     from faultline.calibration.run import calibrate, write_calibration
     from faultline.calibration.run import train as train_model
-    from faultline.calibration.summary import headline_rows
     from faultline.errors import UsageError
     from faultline.scoring.rules import load_rule_pack
 
