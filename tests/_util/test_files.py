@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,12 @@ def test_non_utf8_names_the_line_of_the_bad_byte(tmp_path: Path, data: bytes, li
         read_text_file(path, ProbeError)
     assert (info.value.path, info.value.line) == (str(path), line)
     assert "not UTF-8" in str(info.value)
+
+
+def test_atomic_write_bytes_gives_the_usual_mode_not_a_private_one(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic_write_bytes(tmp_path / "r.json", b"{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644

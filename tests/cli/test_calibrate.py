@@ -74,6 +74,7 @@ HAND_COUNTS = {
 }
 HAND_MISCLASSIFIED = {(4, "refusal"), (7, "harm"), (8, "refusal"), (9, "harm"), (13, "refusal")}
 HOSTILE_LINE = 13
+HAND_FILE = "data/labelled.jsonl"  # in a folder: the printed table shows the basename only
 
 TINY_PACK = """\
 name: tiny
@@ -213,18 +214,17 @@ def _section(markdown: str, title: str) -> str:
 
 @pytest.fixture(scope="module")
 def hand_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding ``labelled.jsonl``: the hand-made rows above."""
+    """A directory holding ``data/labelled.jsonl``: the hand-made rows above."""
     directory = tmp_path_factory.mktemp("hand")
-    write_jsonl(directory / "labelled.jsonl", _hand_rows())
+    (directory / "data").mkdir()
+    write_jsonl(directory / HAND_FILE, _hand_rows())
     return directory
 
 
 @pytest.fixture(scope="module")
 def rules_only_run(hand_dir: Path) -> Result:
-    """``calibrate labelled.jsonl --rules-only --out rules-only``, run once for the module."""
-    return _faultline(
-        hand_dir, "calibrate", "labelled.jsonl", "--rules-only", "--out", "rules-only"
-    )
+    """``calibrate data/labelled.jsonl --rules-only --out rules-only``, run once for the module."""
+    return _faultline(hand_dir, "calibrate", HAND_FILE, "--rules-only", "--out", "rules-only")
 
 
 @pytest.fixture(scope="module")
@@ -236,16 +236,16 @@ def rules_only_summary(hand_dir: Path, rules_only_run: Result) -> dict[str, Any]
 
 @pytest.fixture(scope="module")
 def learned_run(hand_dir: Path) -> Result:
-    """``calibrate labelled.jsonl --out learned`` (the default learned signal on), run once."""
-    return _faultline(hand_dir, "calibrate", "labelled.jsonl", "--out", "learned")
+    """``calibrate data/labelled.jsonl --out learned`` (the default learned signal on), run once."""
+    return _faultline(hand_dir, "calibrate", HAND_FILE, "--out", "learned")
 
 
 @pytest.fixture(scope="module")
 def seen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``seen.jsonl``: 20 rows on XSTest prompts (made-up answers and labels), 10 made up.
 
-    Every fourth row of each kind is labelled against its (unambiguous) response, so some
-    rows of both kinds are misclassified.
+    Rows 1, 5, 9, ... of each batch are labelled against their (unambiguous) response, so
+    rows of both batches are misclassified.
     """
     if not XSTEST.exists():
         pytest.skip(f"{XSTEST} is missing: no prompts of the shipped model's training data")
@@ -280,7 +280,7 @@ def seen_run(seen_dir: Path) -> Result:
 
 
 @pytest.fixture
-def scoring_files(tmp_path: Path, small_files: tuple[Path, Path]) -> tuple[str, str]:
+def scoring_files(small_files: tuple[Path, Path]) -> tuple[str, str]:
     """conftest's small probes and responses, by their names in ``tmp_path``."""
     probes, responses = small_files
     return probes.name, responses.name
@@ -295,7 +295,9 @@ def test_rules_only_writes_both_files_and_prints_the_file_name(
     assert rules_only_run.code == 0, rules_only_run.stderr
     assert (hand_dir / "rules-only" / "calibration.json").is_file()
     assert (hand_dir / "rules-only" / "calibration.md").is_file()
-    assert "file: labelled.jsonl" in rules_only_run.stdout
+    table = rules_only_run.stdout.split("Wrote ")[0]
+    assert "file: labelled.jsonl" in table
+    assert HAND_FILE not in table
     assert "calibration.json" in rules_only_run.stdout
     assert "Traceback" not in rules_only_run.stderr
 
@@ -313,12 +315,12 @@ def test_rules_only_lists_each_misclassified_row_with_its_file_and_line(
 ) -> None:
     wrong = rules_only_summary["misclassified"]
     assert {(w["line"], w["task"]) for w in wrong} == HAND_MISCLASSIFIED
-    assert {w["file"] for w in wrong} == {"labelled.jsonl"}
+    assert {w["file"] for w in wrong} == {HAND_FILE}
     assert all(w["id"] == f"row-{w['line']}" for w in wrong)  # one row per line, in order
     markdown = (hand_dir / "rules-only" / "calibration.md").read_text(encoding="utf-8")
     section = _section(markdown, "Misclassified rows")
     for line, _ in HAND_MISCLASSIFIED:
-        assert f"labelled.jsonl:{line} |" in section
+        assert f"{HAND_FILE}:{line} |" in section
 
 
 # --------------------------------------------------------------------------- 2. learned, unseen
@@ -514,9 +516,41 @@ def test_score_with_a_malformed_model_exits_2(
     [
         ({"schema_version": "1", "cases": []}, ["field 'rules'"]),
         ({"tool": {"name": "faultline"}}, ["field 'schema_version'", "faultline calibrate"]),
-        ([1, 2, 3], ["field 'schema_version'"]),
+        ([1, 2, 3], ["Expected `object`, got `array`", "faultline calibrate"]),
+        ({"schema_version": "1", "rules": [], "groups": None}, ["field 'groups'"]),
+        (
+            {
+                "schema_version": "1",
+                "rules": [
+                    {
+                        "kind": "unsafe",
+                        "label": "x",
+                        "fired": 1,
+                        "fired_when_positive": 1,
+                        "fired_when_negative": 0,
+                        "precision": "high",
+                    }
+                ],
+            },
+            ["field 'rules[0].precision'"],
+        ),
+        (
+            {
+                "schema_version": "1",
+                "rules": [],
+                "groups": [{"by": "all", "name": "all", "rows": "<img src=x onerror=alert(1)>"}],
+            },
+            ["field 'groups[0].rows'"],
+        ),
     ],
-    ids=["no-rules", "a-report-like-object", "a-list"],
+    ids=[
+        "no-rules",
+        "a-report-like-object",
+        "a-list",
+        "groups-null",
+        "precision-text",
+        "rows-html",
+    ],
 )
 def test_score_with_a_non_calibration_json_exits_2(
     run_cli: Callable[..., Result],
@@ -569,11 +603,12 @@ def test_score_rules_only_turns_the_learned_signal_off(
     run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
 ) -> None:
     probes, responses = scoring_files
-    default = run_cli("score", "-p", probes, "-r", responses, "-o", "default")
+    # Not "-o default": a directory of that name would shadow the built-in rule pack "default".
+    default = run_cli("score", "-p", probes, "-r", responses, "-o", "learned")
     rules_only = run_cli("score", "-p", probes, "-r", responses, "-o", "rules", "--rules-only")
     assert default.code == 0, default.stderr
     assert rules_only.code == 0, rules_only.stderr
-    learned = _json(tmp_path / "default" / "report.json")["run"]["learned"]
+    learned = _json(tmp_path / "learned" / "report.json")["run"]["learned"]
     assert learned == {
         "name": "default",
         "version": load_learned("default").version,
@@ -581,7 +616,7 @@ def test_score_rules_only_turns_the_learned_signal_off(
     }
     assert _json(tmp_path / "rules" / "report.json")["run"]["learned"] is None
     assert "off (rules only)" in (tmp_path / "rules" / "report.md").read_text(encoding="utf-8")
-    _check_report(tmp_path / "default" / "report.json")
+    _check_report(tmp_path / "learned" / "report.json")
     _check_report(tmp_path / "rules" / "report.json")
 
 
@@ -609,7 +644,16 @@ def test_score_rules_only_with_another_model_exits_2(
     assert not (tmp_path / "out").exists()
 
 
-def test_score_with_a_calibration_reports_each_rules_precision(
+def _score_with_calibration(
+    run_cli: Callable[..., Result], scoring_files: tuple[str, str], calibration: Path
+) -> Result:
+    probes, responses = scoring_files
+    return run_cli(
+        "score", "-p", probes, "-r", responses, "-o", "out", "--calibration", str(calibration)
+    )
+
+
+def test_score_with_a_calibration_attaches_it_to_the_report(
     run_cli: Callable[..., Result],
     tmp_path: Path,
     scoring_files: tuple[str, str],
@@ -617,10 +661,7 @@ def test_score_with_a_calibration_reports_each_rules_precision(
     rules_only_summary: dict[str, Any],
 ) -> None:
     calibration = hand_dir / "rules-only" / "calibration.json"
-    probes, responses = scoring_files
-    result = run_cli(
-        "score", "-p", probes, "-r", responses, "-o", "out", "--calibration", str(calibration)
-    )
+    result = _score_with_calibration(run_cli, scoring_files, calibration)
     assert result.code == 0, result.stderr
     attached = _json(tmp_path / "out" / "report.json")["run"]["calibration"]
     assert attached["file"] == "calibration.json"
@@ -628,15 +669,34 @@ def test_score_with_a_calibration_reports_each_rules_precision(
     assert attached["scorer"] == rules_only_summary["scorer"]
     assert attached["rows"] == len(HAND_ROWS)
     assert attached["rules"]
-    assert {(r["kind"], r["label"]) for r in attached["rules"]} == {
-        (r["kind"], r["label"]) for r in rules_only_summary["rules"]
+    assert {(r["kind"], r["label"], r["precision"]) for r in attached["rules"]} == {
+        (r["kind"], r["label"], r["precision"]) for r in rules_only_summary["rules"]
     }
     markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     section = _section(markdown, "Rule precision (calibration)")
-    assert f"on {len(HAND_ROWS)} labelled rows" in section
-    assert "refusal.cannot_help" in section
+    assert f"on {len(HAND_ROWS)} labelled rows (calibration.json, sha256" in section
     assert "Warning" not in section  # calibrated with the rules this run used
     _check_report(tmp_path / "out" / "report.json")
+
+
+def test_score_with_a_calibration_lists_the_rules_that_matched_in_report_md(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    scoring_files: tuple[str, str],
+    hand_dir: Path,
+    rules_only_summary: dict[str, Any],
+) -> None:
+    rule = next(r for r in rules_only_summary["rules"] if r["label"] == "refusal.cannot_help")
+    result = _score_with_calibration(
+        run_cli, scoring_files, hand_dir / "rules-only" / "calibration.json"
+    )
+    assert result.code == 0, result.stderr
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    section = _section(markdown, "Rule precision (calibration)")
+    # Three of conftest's small responses refuse with "I can't ...".
+    (row,) = [line for line in section.splitlines() if line.startswith("| refusal.cannot\\_help |")]
+    assert row.startswith(f"| refusal.cannot\\_help | boundary | 3 | {rule['precision']:.3f} ")
+    assert row.endswith(f"| {rule['fired']} |")
 
 
 def test_score_warns_when_the_calibration_used_other_rules(
@@ -672,7 +732,7 @@ def test_hostile_text_is_escaped_in_the_misclassified_rows(
     markdown = (hand_dir / "rules-only" / "calibration.md").read_text(encoding="utf-8")
     section = _section(markdown, "Misclassified rows")
     lines = section.splitlines()
-    (row,) = [line for line in lines if f"labelled.jsonl:{HOSTILE_LINE} " in line]
+    (row,) = [line for line in lines if f"{HAND_FILE}:{HOSTILE_LINE} " in line]
     header = next(line for line in lines if line.startswith("| Row |"))
     unescaped_pipes = re.compile(r"(?<!\\)\|")
     assert len(unescaped_pipes.findall(row)) == len(unescaped_pipes.findall(header))
@@ -686,26 +746,54 @@ def test_hostile_text_is_escaped_in_the_misclassified_rows(
 # --------------------------------------------------------------------------- 8. determinism
 
 
-@pytest.mark.parametrize(
-    ("which", "args"),
-    [
-        ("rules-only", ("labelled.jsonl", "--rules-only")),
-        ("learned", ("labelled.jsonl",)),
-        ("cross-fitted", ("seen.jsonl",)),
-    ],
-)
+# which: (directory fixture, fixture of the first run, its --out, the files and options)
+RERUNS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "rules-only": ("hand_dir", "rules_only_run", "rules-only", (HAND_FILE, "--rules-only")),
+    "learned": ("hand_dir", "learned_run", "learned", (HAND_FILE,)),
+    "cross-fitted": ("seen_dir", "seen_run", "learned", ("seen.jsonl",)),
+}
+
+
+@pytest.mark.parametrize("which", RERUNS)
 def test_calibrating_twice_gives_identical_files(
-    request: pytest.FixtureRequest, which: str, args: tuple[str, ...]
+    request: pytest.FixtureRequest, which: str
 ) -> None:
-    if which == "cross-fitted":
-        directory, first, out = request.getfixturevalue("seen_dir"), "seen_run", "learned"
-    else:
-        directory, first, out = request.getfixturevalue("hand_dir"), f"{which}_run", which
-    first = first.replace("-", "_")
-    assert request.getfixturevalue(first).code == 0
-    again = _faultline(directory, "calibrate", *args, "--out", f"{which}-again")
+    directory_fixture, first_run, out, args = RERUNS[which]
+    directory: Path = request.getfixturevalue(directory_fixture)
+    assert request.getfixturevalue(first_run).code == 0
+    again = _faultline(directory, "calibrate", *args, "--out", "again-" + which)
     assert again.code == 0, again.stderr
     for name in ("calibration.json", "calibration.md"):
-        assert (directory / out / name).read_bytes() == (
-            directory / f"{which}-again" / name
-        ).read_bytes(), name
+        first = (directory / out / name).read_bytes()
+        assert first == (directory / ("again-" + which) / name).read_bytes(), name
+
+
+def test_hostile_identity_strings_in_a_calibration_stay_text_in_report_md(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    scoring_files: tuple[str, str],
+    hand_dir: Path,
+    rules_only_summary: dict[str, Any],
+) -> None:
+    doc = _json(hand_dir / "rules-only" / "calibration.json")
+    doc["scorer"]["rules"] = {"name": "<b>x</b>", "version": "1", "sha256": "``<script>alert(1)"}
+    (tmp_path / "hostile.json").write_text(json.dumps(doc), encoding="utf-8")
+    probes, responses = scoring_files
+    result = run_cli(
+        "score", "-p", probes, "-r", responses, "-o", "out", "--calibration", "hostile.json"
+    )
+    assert result.code == 0, result.stderr
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    section = _section(markdown, "Rule precision (calibration)")
+    assert "Warning: calibrated with rules" in section
+    assert "<script>" not in markdown
+    assert "<b>" not in markdown
+
+
+def test_a_folder_named_like_the_builtin_pack_does_not_hide_it(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    probes, responses = scoring_files
+    (tmp_path / "default").mkdir()
+    result = run_cli("score", "-p", probes, "-r", responses, "-o", "out", "--rules", "default")
+    assert result.code == 0, result.stderr

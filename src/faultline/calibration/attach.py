@@ -2,13 +2,15 @@
 
 The report then carries, in ``run.calibration``, which file it came from, which scorer was
 calibrated, and the measured precision of every rule, so a reader of a failed case can see
-how often the rules that decided it are right.
+how often the rules that decided it are right. The file is checked field by field (it may
+come from anywhere): a wrong type is an error naming the field, never a crash later.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -18,7 +20,43 @@ from faultline.errors import CalibrationError
 
 __all__ = ["load_calibration"]
 
-_RULE_KEYS = ("kind", "label", "fired", "fired_when_positive", "fired_when_negative", "precision")
+
+class _Rule(msgspec.Struct, frozen=True):
+    kind: Literal["boundary", "unsafe", "safe"]
+    label: str
+    fired: int
+    fired_when_positive: int
+    fired_when_negative: int
+    precision: float | None
+    precision_ci95: tuple[float, float] | None = None
+
+
+class _Group(msgspec.Struct, frozen=True):
+    by: str
+    name: str
+    rows: int
+
+
+class _Identity(msgspec.Struct, frozen=True):
+    name: str | None = None
+    version: str | None = None
+    sha256: str | None = None
+
+
+class _Scorer(msgspec.Struct, frozen=True):
+    rules: _Identity | None = None
+    learned: _Identity | None = None
+
+
+class _Calibration(msgspec.Struct, frozen=True):
+    schema_version: str
+    rules: list[_Rule]
+    groups: list[_Group] = []
+    scorer: _Scorer | None = None
+
+
+_FIELD = re.compile(r"at `\$\.([^`]+)`")
+_MISSING = re.compile(r"missing required field `([^`]+)`")
 
 
 def load_calibration(path: str | Path) -> dict[str, Any]:
@@ -29,30 +67,34 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
     """
     text = read_text_file(Path(path), CalibrationError)
     try:
-        doc = msgspec.json.decode(text)
+        doc = msgspec.json.decode(text, type=_Calibration)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        found = _FIELD.search(message)
+        field = found.group(1) if found else None
+        missing = _MISSING.search(message)
+        if missing:
+            field = f"{field}.{missing.group(1)}" if field else missing.group(1)
+        raise CalibrationError(
+            f"{_FIELD.sub('', message).strip(' -')}; expected a calibration.json written by "
+            "'faultline calibrate'",
+            path=path,
+            field=field,
+        ) from None
     except msgspec.DecodeError as exc:
         raise CalibrationError(f"not valid JSON ({exc})", path=path) from None
-    if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
+    if doc.schema_version != SCHEMA_VERSION:
         raise CalibrationError(
-            f"expected a calibration.json (schema_version {SCHEMA_VERSION!r}) written by "
-            "'faultline calibrate'",
+            f"got {doc.schema_version!r}, expected {SCHEMA_VERSION!r} (a calibration.json "
+            "written by 'faultline calibrate')",
             path=path,
             field="schema_version",
         )
-    rules = doc.get("rules")
-    if not isinstance(rules, list):
-        raise CalibrationError("expected a list of rules", path=path, field="rules")
-    kept = []
-    for i, rule in enumerate(rules):
-        missing = [k for k in _RULE_KEYS if not isinstance(rule, dict) or k not in rule]
-        if missing:
-            raise CalibrationError(f"missing {', '.join(missing)}", path=path, field=f"rules[{i}]")
-        kept.append({k: rule[k] for k in (*_RULE_KEYS, "precision_ci95") if k in rule})
-    headline = next((g for g in doc.get("groups", []) if g.get("by") == "all"), None)
+    headline = next((g for g in doc.groups if g.by == "all"), None)
     return {
         "file": Path(path).name,
         "sha256": sha256_bytes(text.encode("utf-8")),
-        "scorer": doc.get("scorer"),
-        "rows": None if headline is None else headline.get("rows"),
-        "rules": kept,
+        "scorer": None if doc.scorer is None else msgspec.to_builtins(doc.scorer),
+        "rows": None if headline is None else headline.rows,
+        "rules": [msgspec.to_builtins(r) for r in doc.rules],
     }

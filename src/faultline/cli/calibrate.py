@@ -43,7 +43,7 @@ from faultline.cli._options import parse_config
     default=None,
     metavar="FILE",
     type=click.Path(dir_okay=False),
-    help="Where --train writes the model (default: DIR/learned.json).",
+    help="Where --train writes the model, named after the file (default: DIR/learned.json).",
 )
 @click.option(
     "--max-misclassified",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from faultline._util.files import atomic_write_bytes
 from faultline.metrics.aggregate import MetricsAccumulator
@@ -159,7 +161,7 @@ def _plain(report: Report) -> dict[str, Any]:
     else:
         wanted = set(worst)
         chosen = [c for c in cases if c.case_id in wanted]
-    return {
+    plain = {
         **report.header,
         "cases": [
             {"case_id": c.case_id, "status": c.status, "explanation": c.explanation} for c in chosen
@@ -167,3 +169,34 @@ def _plain(report: Report) -> dict[str, Any]:
         "aggregate_metrics": report.aggregate_metrics,
         "observability": report.observability,
     }
+    if report.run.get("calibration"):
+        plain["rule_counts"] = _rule_counts(report)
+    return plain
+
+
+class _Matched(msgspec.Struct):
+    """The matched rules of a case: all that is decoded to count them."""
+
+    matched_boundary_patterns: list[str] = []
+    matched_unsafe_patterns: list[str] = []
+    matched_safe_patterns: list[str] = []
+
+
+def _rule_counts(report: Report) -> list[list[Any]]:
+    """How many cases each rule matched in, as ``[kind, label, count]``, for the Markdown."""
+    counts: dict[tuple[str, str], int] = {}
+    cases = report.cases
+    if isinstance(cases, CaseLines):
+        decode = msgspec.json.Decoder(_Matched).decode
+        matched: Iterable[Any] = (decode(cases.line(i)) for i in range(len(cases)))
+    else:
+        matched = cases
+    for case in matched:
+        for kind, labels in (
+            ("boundary", case.matched_boundary_patterns),
+            ("unsafe", case.matched_unsafe_patterns),
+            ("safe", case.matched_safe_patterns),
+        ):
+            for label in labels:
+                counts[kind, label] = counts.get((kind, label), 0) + 1
+    return [[kind, label, n] for (kind, label), n in sorted(counts.items())]

@@ -76,12 +76,22 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+_HEX = re.compile(r"[0-9a-f]{1,64}")
+
+
 def _named(part: Mapping[str, Any] | None) -> str:
     """``name version (sha256 abc…)``, or ``not recorded``."""
     if not part or part.get("name") is None:
         return "not recorded"
     version = f" {escape_md(str(part['version']), 40)}" if part.get("version") else ""
-    digest = f" (sha256 `{part['sha256'][:12]}`)" if part.get("sha256") else ""
+    sha = str(part.get("sha256") or "")[:12]
+    digest = (
+        f" (sha256 `{sha}`)"
+        if _HEX.fullmatch(sha)
+        else f" (sha256 {escape_md(sha, 12)})"
+        if sha
+        else ""
+    )
     return f"{escape_md(str(part['name']), 80)}{version}{digest}"
 
 
@@ -258,38 +268,41 @@ def _worst(report: Mapping[str, Any]) -> list[str]:
 
 
 def _calibration(report: Mapping[str, Any]) -> list[str]:
-    """Each rule that decided a case here, with its precision measured by calibration."""
+    """Each rule that matched in this run, with its precision measured by calibration."""
     run = report["run"]
     cal = run.get("calibration")
     if not cal:
         return []
     fired: dict[tuple[str, str], int] = {}
-    for case in report["cases"]:
-        for kind in ("boundary", "unsafe", "safe"):
-            for label in case.get(f"matched_{kind}_patterns", ()):
-                fired[kind, label] = fired.get((kind, label), 0) + 1
-    measured = {(r["kind"], r["label"]): r for r in cal["rules"]}
+    if "rule_counts" in report:
+        fired = {(kind, label): n for kind, label, n in report["rule_counts"]}
+    else:  # a report.json read back: every case is there
+        for case in report["cases"]:
+            for kind in ("boundary", "unsafe", "safe"):
+                for label in case.get(f"matched_{kind}_patterns", ()):
+                    fired[kind, label] = fired.get((kind, label), 0) + 1
+    measured = {(str(r["kind"]), str(r["label"])): r for r in cal["rules"]}
     rows = []
     for (kind, label), count in sorted(fired.items(), key=lambda kv: (-kv[1], kv[0])):
         r = measured.get((kind, label))
         rows.append(
             (
                 escape_md(label, 60),
-                kind,
+                escape_md(kind, 20),
                 str(count),
                 "not measured"
                 if r is None
                 else f"{_num(r['precision'])}{_ci(r.get('precision_ci95'))}",
-                "–" if r is None else str(r["fired"]),
+                "–" if r is None else escape_md(str(r["fired"]), 20),
             )
         )
     scorer = cal.get("scorer") or {}
     lines = [
         "## Rule precision (calibration)",
         "",
-        f"Measured by `faultline calibrate` on {cal.get('rows') or 'unknown'} labelled rows "
-        f"({escape_md(str(cal['file']), 80)}, sha256 `{str(cal['sha256'])[:12]}`): how often "
-        "each rule that matched in this run agreed with the human labels when it fired.",
+        f"Measured by `faultline calibrate` on {escape_md(str(cal.get('rows') or 'unknown'), 20)} "
+        f"labelled rows ({escape_md(str(cal['file']), 80)}, sha256 {escape_md(str(cal['sha256'])[:12], 12)}): "
+        "how often each rule that matched in this run agreed with the human labels when it fired.",
         "",
     ]
     calibrated = (scorer.get("rules") or {}).get("sha256")

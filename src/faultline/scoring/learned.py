@@ -43,6 +43,7 @@ import re2
 
 from faultline._util.files import read_text_file, sha256_bytes
 from faultline.errors import InputError
+from faultline.scoring.matcher import Span, span_finder
 
 __all__ = [
     "FORMAT",
@@ -250,14 +251,13 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "replace")
 
 
-@functools.lru_cache(maxsize=4096)
-def _phrase_regex(phrase: str) -> Any:
-    return re2.compile(phrase_pattern(phrase), _options())
+@functools.lru_cache(maxsize=8192)
+def _phrase_finder(phrase: str) -> Span:
+    return span_finder(re2.compile(phrase_pattern(phrase), _options()))
 
 
 def _span(phrase: str, data: bytes) -> tuple[int, int] | None:
-    found = _phrase_regex(phrase).search(data)
-    return None if found is None else found.span()
+    return _phrase_finder(phrase)(data, 0)
 
 
 class LearnedModel:

@@ -25,7 +25,7 @@ import re2
 
 from faultline.scoring.rules import RulePack
 
-__all__ = ["SENTENCE_START", "Hit", "Matcher"]
+__all__ = ["SENTENCE_START", "Hit", "Matcher", "Span", "span_finder"]
 
 SENTENCE_START = (
     r"(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+"  # start of text, of a line, or after a sentence
@@ -41,7 +41,8 @@ Span = Callable[[bytes, int], "tuple[int, int] | None"]
 """Finds the first match at or after a byte offset: ``(start, end)`` in bytes, or ``None``."""
 
 
-def _span_finder(regex: Any) -> Span:
+def span_finder(regex: Any) -> Span:
+    """A fast :data:`Span` for a compiled RE2 regex (the binding's low-level match when it has one)."""
     raw = getattr(regex, "_regexp", None)
     anchor = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
     if raw is not None and anchor is not None and hasattr(raw, "Match"):
@@ -101,7 +102,7 @@ class Matcher:
             for pattern in rule.patterns:
                 full = f"{flags}{prefix}(?:{pattern})"
                 self._set.Add(full)
-                finder = _span_finder(re2.compile(full, options))
+                finder = span_finder(re2.compile(full, options))
                 self._patterns.append((index, finder))
                 self._by_rule.setdefault(index, []).append(finder)
         self._set.Compile()

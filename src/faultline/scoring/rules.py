@@ -232,14 +232,14 @@ def load_rule_pack(name_or_path: str | Path = "default") -> RulePack:
     """
     path = Path(name_or_path)
     builtins = builtin_rule_packs()
-    if not path.exists():
-        if str(name_or_path) not in builtins:
-            hint = did_you_mean(str(name_or_path), builtins)
-            raise UsageError(
-                f"'{name_or_path}' is neither a file nor a built-in rule pack{hint} "
-                f"(built-in packs: {', '.join(builtins)})"
-            )
-        path = builtins[str(name_or_path)]
+    if str(name_or_path) in builtins and not path.is_file():
+        path = builtins[str(name_or_path)]  # a folder called "default" does not hide the pack
+    elif not path.exists():
+        hint = did_you_mean(str(name_or_path), builtins)
+        raise UsageError(
+            f"'{name_or_path}' is neither a file nor a built-in rule pack{hint} "
+            f"(built-in packs: {', '.join(builtins)})"
+        )
     doc = load_yaml(read_text_file(path, RulePackError), path=str(path), error=RulePackError)
     return _PackReader(path).read(doc)
 
