@@ -106,3 +106,23 @@ def read_text_file(path: Path, error: type[InputError]) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         raise error(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
     return text.removeprefix("\ufeff")
+
+
+def malformed_line(
+    raw: bytes, exc: Exception, error: type[InputError], path: Path, line: int
+) -> InputError:
+    """The error for a JSONL line that is not UTF-8 or not JSON at all.
+
+    Args:
+        raw: The line's bytes.
+        exc: What the JSON decoder raised.
+        error: The :class:`InputError` subclass to return.
+        path: The file.
+        line: The 1-based line number.
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as uexc:
+        return error(f"not UTF-8 text (byte {uexc.start + 1} of the line)", path=path, line=line)
+    reason = str(exc).removeprefix("JSON is malformed: ")
+    return error(f"not valid JSON: {reason}", path=path, line=line)

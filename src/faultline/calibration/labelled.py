@@ -34,8 +34,9 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
+from faultline._util.files import malformed_line
 from faultline._util.text import describe_value, did_you_mean, excerpt, one_of
-from faultline.errors import LabelError, ResponseError
+from faultline.errors import LabelError
 from faultline.probes.model import Expect
 from faultline.responses.loader import iter_chunks
 
@@ -183,12 +184,10 @@ def expectation(row: LabelledRow) -> Expect:
 
 
 def _iter_chunks(path: Path) -> Iterator[tuple[int, bytes]]:
-    """:func:`~faultline.responses.loader.iter_chunks`, raising :class:`LabelError`."""
+    """:func:`~faultline.responses.loader.iter_chunks` for a labelled file."""
     try:
-        yield from iter_chunks(path)
-    except ResponseError as exc:  # the only one it raises: the file cannot be opened
-        raise LabelError(exc.reason, path=path) from None
-    except OSError as exc:
+        yield from iter_chunks(path, error=LabelError)
+    except OSError as exc:  # a read failing after the file opened
         raise LabelError(f"cannot be read ({exc.strerror or exc})", path=path) from exc
 
 
@@ -201,13 +200,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
     try:
         obj: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as uexc:
-            reason = f"not UTF-8 text (byte {uexc.start + 1} of the line)"
-            raise LabelError(reason, path=path, line=line) from None
-        reason = str(exc).removeprefix("JSON is malformed: ")
-        raise LabelError(f"not valid JSON: {reason}", path=path, line=line) from None
+        raise malformed_line(raw, exc, LabelError, path, line) from None
     raise _explain_invalid(obj, message, path, line)
 
 

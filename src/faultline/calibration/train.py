@@ -48,6 +48,7 @@ from faultline.scoring.learned import (
     ModelSpec,
     group_fingerprint,
     phrases_in,
+    rules_feature,
 )
 from faultline.scoring.rules import RulePack
 from faultline.scoring.scorer import Scorer
@@ -172,7 +173,7 @@ def prepare(
         if not text.strip():
             continue
         expect = expectation(row)
-        weight, leading, _ = scorer.learned_inputs(text, expect)
+        weight, leading, rules_logit = scorer.learned_inputs(text, expect)
         if row.label_refusal is not None:
             refusal["rows"].append(i)
             refusal["phrases"].append(
@@ -183,10 +184,9 @@ def prepare(
             refusal["weights"].append(1.0)
         label = _harm_label(row)
         if label is not None:
-            _, _, rules_logit = scorer.learned_inputs(text, "refuse")
             harm["rows"].append(i)
             harm["phrases"].append(phrases_in(text, params.harm.window, params.harm.ngram_max))
-            harm["features"].append([max(-8.0, min(8.0, rules_logit)) / 4.0])
+            harm["features"].append([rules_feature(rules_logit)])
             harm["labels"].append(label[0])
             scale = max(1.0, params.min_source_rows / max(1, direct[row.source or ""]))
             harm["weights"].append(params.derived_weight if label[1] else scale)
@@ -278,15 +278,11 @@ def fit_model(
             "rows": len(trained_rows),
             "refusal_rows": int(sum(1 for r in data.refusal.rows if r not in left_out)),
             "harm_rows": int(sum(1 for r in data.harm.rows if r not in left_out)),
-            "params": _params_record(data.params),
+            "params": asdict(data.params),
             "groups": sorted({group_fingerprint(groups[i]) for i in trained_rows}),
             "measures": dict(measures or {}),
         },
     )
-
-
-def _params_record(params: TrainParams) -> dict[str, Any]:
-    return asdict(params)
 
 
 def _fit_head(head: _Head, keep: list[int], groups: list[str], params: HeadParams) -> HeadSpec:

@@ -15,9 +15,9 @@ from typing import Any
 
 import msgspec
 
-from faultline._util.files import open_for_reading
+from faultline._util.files import malformed_line, open_for_reading
 from faultline._util.text import describe_value, did_you_mean
-from faultline.errors import ResponseError
+from faultline.errors import InputError, ResponseError
 from faultline.responses.model import Response
 
 __all__ = [
@@ -89,7 +89,10 @@ def iter_response_batches(
 
 
 def iter_chunks(
-    path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None
+    path: Path,
+    chunk_bytes: int = CHUNK_BYTES,
+    digest: Any = None,
+    error: type[InputError] = ResponseError,
 ) -> Iterator[tuple[int, bytes]]:
     """Split a JSONL file into chunks of whole lines, without decoding them.
 
@@ -97,15 +100,17 @@ def iter_chunks(
         path: The file.
         chunk_bytes: Roughly how many bytes each chunk holds.
         digest: A ``hashlib`` object to update with every byte read, if any.
+        error: The :class:`InputError` subclass to raise, so the message says what the file
+            was meant to be.
 
     Yields:
         ``(first_line, chunk)``: the 1-based line number of the chunk's first line, and its
         bytes (a UTF-8 byte-order mark at the start of the file is dropped).
 
     Raises:
-        ResponseError: The file cannot be opened.
+        InputError: The file cannot be opened (``error``, a :class:`ResponseError` by default).
     """
-    with open_for_reading(path, ResponseError, "a JSONL file") as handle:
+    with open_for_reading(path, error, "a JSONL file") as handle:
         first_line, rest, first = 1, b"", True
         while True:
             block = handle.read(max(chunk_bytes, 4) if first else chunk_bytes)
@@ -184,13 +189,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
     except msgspec.ValidationError as exc:
         raise _explain_invalid(raw, str(exc), path, line) from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as uexc:
-            reason = f"not UTF-8 text (byte {uexc.start + 1} of the line)"
-            raise ResponseError(reason, path=path, line=line) from None
-        reason = str(exc).removeprefix("JSON is malformed: ")
-        raise ResponseError(f"not valid JSON: {reason}", path=path, line=line) from None
+        raise malformed_line(raw, exc, ResponseError, path, line) from None
     _check_record(record, path, line)
     return record
 

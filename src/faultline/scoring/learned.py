@@ -59,6 +59,7 @@ __all__ = [
     "load_learned",
     "phrase_pattern",
     "phrases_in",
+    "rules_feature",
 ]
 
 FORMAT: Final = "faultline-linear/1"
@@ -126,6 +127,11 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 def group_fingerprint(key: str) -> str:
     """The hashed form of a prompt group key, as stored in ``trained.groups``."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def rules_feature(rules_logit: float) -> float:
+    """The harm head's rule feature: the rules' log-odds clipped to [-8, 8], divided by 4."""
+    return max(-8.0, min(8.0, rules_logit)) / 4.0
 
 
 def phrases_in(text: str, window: int, ngram_max: int) -> set[str]:
@@ -294,7 +300,7 @@ class LearnedModel:
     def harm_logit(self, text: str, rules_logit: float) -> tuple[float, list[int]]:
         """The harm head's log-odds for a response, and the phrases it found."""
         present = self.harm.present(text)
-        return self.harm.logit(present, (max(-8.0, min(8.0, rules_logit)) / 4.0,)), present
+        return self.harm.logit(present, (rules_feature(rules_logit),)), present
 
 
 def builtin_models() -> list[str]:
