@@ -18,12 +18,22 @@ __all__ = [
     "open_for_reading",
     "read_text_file",
     "sha256_bytes",
+    "sha256_file",
 ]
 
 
 def sha256_bytes(data: bytes) -> str:
     """Return the hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path, block: int = 1 << 20) -> str:
+    """Return the hex SHA-256 of a file, read a block at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(block):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager

@@ -34,9 +34,18 @@ def _register() -> None:
     from faultline.cli.demo import demo_command
     from faultline.cli.probes import probes_group
     from faultline.cli.rules import rules_group
+    from faultline.cli.run import run_command
     from faultline.cli.score import score_command
 
-    for command in (score_command, demo_command, calibrate_command, probes_group, rules_group):
+    commands = (
+        score_command,
+        run_command,
+        demo_command,
+        calibrate_command,
+        probes_group,
+        rules_group,
+    )
+    for command in commands:
         app.add_command(command)
 
 

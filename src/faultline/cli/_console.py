@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
+    MofNCompleteColumn,
     Progress,
     TextColumn,
     TimeRemainingColumn,
@@ -20,8 +22,9 @@ from rich.progress import (
 
 if TYPE_CHECKING:
     from faultline.pipeline import ProgressCallback
+    from faultline.runner import RunProgress
 
-__all__ = ["err", "out", "progress"]
+__all__ = ["err", "out", "progress", "run_progress"]
 
 _width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "100"))
 out = Console(highlight=False, width=_width, soft_wrap=False)
@@ -49,5 +52,72 @@ def progress(label: str) -> Iterator[ProgressCallback | None]:
                 bar.update(task, completed=done, total=total or None)
             else:
                 bar.update(task, description="building report")
+
+        yield update
+
+
+@contextmanager
+def run_progress(label: str) -> Iterator[Callable[[RunProgress], None]]:
+    """Progress of a run's requests on stderr.
+
+    On a terminal, a bar with done / total, rate, ETA, errors and retries; otherwise a plain
+    line every ``FAULTLINE_PROGRESS_SECONDS`` seconds (default 10), and one at the end.
+    """
+    if err.is_terminal:
+        with _run_bar(label) as update:
+            yield update
+        return
+    every = float(os.environ.get("FAULTLINE_PROGRESS_SECONDS", "10"))
+    last: list[RunProgress] = []
+    shown = [time.monotonic()]
+
+    def line(p: RunProgress) -> None:
+        last[:] = [p]
+        if time.monotonic() - shown[0] >= every:
+            shown[0] = time.monotonic()
+            err.print(_progress_line(label, p), highlight=False)
+
+    yield line
+    if last and last[0].total:
+        err.print(_progress_line(label, last[0]), highlight=False)
+
+
+def _progress_line(label: str, p: RunProgress) -> str:
+    pct = 100 * p.done / p.total if p.total else 100.0
+    rate = p.rate
+    eta = f"{(p.total - p.done) / rate:.0f} s" if rate > 0 else "?"
+    return (
+        f"faultline: {label} {p.done:,}/{p.total:,} ({pct:.0f}%) · {rate:.1f}/s · ETA {eta} · "
+        f"{p.errors:,} errors · {p.retries:,} retries · {p.cached:,} cached"
+    )
+
+
+@contextmanager
+def _run_bar(label: str) -> Iterator[Callable[[RunProgress], None]]:
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        TextColumn("[red]{task.fields[errors]} errors[/] · {task.fields[retries]} retries"),
+    )
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task(label, total=None, rate="", errors=0, retries=0)
+        shown = [0.0]
+
+        def update(p: RunProgress) -> None:
+            now = time.monotonic()
+            if now - shown[0] < 0.1 and p.done < p.total:
+                return
+            shown[0] = now
+            bar.update(
+                task,
+                completed=p.done,
+                total=p.total,
+                rate=f"{p.rate:.1f}/s",
+                errors=p.errors,
+                retries=p.retries,
+            )
 
         yield update

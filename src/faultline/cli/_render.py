@@ -13,14 +13,15 @@ from faultline.cli._console import out
 if TYPE_CHECKING:
     from faultline.pipeline import ScoreRun
     from faultline.report.gates import GateResult
+    from faultline.runner import ProbeRun
 
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def render_run(run: ScoreRun, command: str, seconds: float) -> None:
-    """Print what a score or demo run found and wrote."""
+def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:
+    """Print what a score, run or demo run found and wrote."""
     m = run.report.aggregate_metrics
     c, o = m["counts"], m["overall"]
     ci = o.get("pass_rate_ci95")

@@ -73,6 +73,8 @@ def score_files(
     run_id: str | None = None,
     created_at: str | None = None,
     calibration: Mapping[str, Any] | None = None,
+    target: Mapping[str, Any] | None = None,
+    execution: Mapping[str, Any] | None = None,
 ) -> ScoreRun:
     """Score a responses file against a probe set and write the report.
 
@@ -96,6 +98,10 @@ def score_files(
         run_id: The run id (default: a new one).
         created_at: The creation time (default: now).
         calibration: Each rule's measured precision, for ``run.calibration``.
+        target: The target that produced the responses, for ``run.target`` (default: the
+            responses file, as ``replay:NAME``).
+        execution: How the responses were collected, for ``run.execution``
+            (``faultline run`` gives it).
 
     Raises:
         InputError: A probe set, responses file or rule pack is malformed; nothing is written.
@@ -121,12 +127,9 @@ def score_files(
     if on_progress is not None:
         on_progress("report", 0, 1)
     cases, geometry, answered = assembly.finish(seed=seed, min_cases=observability_min_cases)
-    target = {
-        "spec": f"replay:{path.name}",
-        "provider": "replay",
-        "models": assembly.models,
-        "responses": {"name": path.name, "sha256": digest.hexdigest(), "records": len(cases)},
-    }
+    recorded = {"name": path.name, "sha256": digest.hexdigest(), "records": len(cases)}
+    described = {"spec": f"replay:{path.name}", "provider": "replay"} if target is None else target
+    target = {**described, "models": assembly.models, "responses": recorded}
     run = run_metadata(
         probe_set=probe_set,
         rules=pack,
@@ -140,6 +143,8 @@ def score_files(
     )
     unanswered = [p.id for i, p in enumerate(probe_set) if i not in answered]
     run["probe_set"]["unanswered"] = len(unanswered)
+    if execution is not None:
+        run["execution"] = dict(execution)
     report = Report(
         run=run,
         cases=cases,

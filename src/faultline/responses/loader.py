@@ -30,7 +30,7 @@ __all__ = [
 
 CHUNK_BYTES = 4 << 20
 _DECODER = msgspec.json.Decoder(Response)
-_FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason")
+_FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
 _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # starts with a literal: re scans for it at memchr speed
 _SPACE_STARTS = (b"\n", b"\r", b" ", b"\t")
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[ \t\r]*[^{\s]")  # a line that starts with no "{"
@@ -221,6 +221,7 @@ def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> Respons
         "model": "a string or null",
         "error": "a string or an object",
         "finish_reason": "a string or null",
+        "usage": "an object {input_tokens, output_tokens} of whole numbers, or null",
     }
     if field in expected:
         return ResponseError(

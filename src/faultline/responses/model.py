@@ -6,10 +6,22 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TRUNCATION_REASONS", "Response"]
+__all__ = ["TRUNCATION_REASONS", "Response", "Usage"]
 
 TRUNCATION_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 """``finish_reason`` values that mean the answer was cut off by a token limit."""
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """The tokens one generation cost, as the target counted them.
+
+    Attributes:
+        input_tokens: Tokens of the request.
+        output_tokens: Tokens of the answer.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -31,6 +43,7 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     model: str | None = None
     error: str | dict[str, Any] | None = None
     finish_reason: str | None = None
+    usage: Usage | None = None
 
     @property
     def truncated(self) -> bool:

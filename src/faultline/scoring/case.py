@@ -9,6 +9,7 @@ import msgspec
 
 from faultline.errors import UsageError
 from faultline.probes.model import SEVERITIES, Expect, Severity
+from faultline.responses.model import Usage
 
 __all__ = ["DEFAULT_SEVERITY_WEIGHTS", "CaseScore", "Evidence", "ScoringConfig", "Status"]
 
@@ -75,6 +76,7 @@ class CaseScore(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
         evidence: The spans that support the verdict.
         model: The model that answered, when recorded.
         error: What went wrong, for an error case.
+        usage: The tokens the generation cost, when the responses recorded them.
         cluster: The failure-geometry cluster, when observability is attached.
         scatter_x: The case's x in the 2-D projection, when observability is attached.
         scatter_y: The case's y in the 2-D projection, when observability is attached.
@@ -105,6 +107,7 @@ class CaseScore(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     explanation: str
     evidence: list[Evidence]
     error: Any = None
+    usage: Usage | None = None
     cluster: int | None = None
     scatter_x: float | None = None
     scatter_y: float | None = None

@@ -245,6 +245,7 @@ class Scorer:
                 learned=learned_note,
             ),
             evidence=evidence,
+            usage=response.usage,
         )
 
     def _learned_evidence(
@@ -527,6 +528,7 @@ class Scorer:
             explanation=explain_error(error),
             evidence=[],
             error=error,
+            usage=response.usage,
         )
 
 

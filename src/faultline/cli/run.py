@@ -1,0 +1,310 @@
+"""``faultline run``: send probes to a model, record every answer as it arrives, score, report."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from faultline.cli._console import err, out, run_progress
+from faultline.cli._options import parse_config, scoring_options
+from faultline.cli._render import render_gates, render_run
+from faultline.errors import UsageError
+
+
+def _target_options(func: Any) -> Any:
+    options = [
+        click.option(
+            "--probes",
+            "-p",
+            required=True,
+            metavar="P",
+            help="Probe set: a YAML/JSONL file, a directory, or a built-in name.",
+        ),
+        click.option(
+            "--target",
+            "-t",
+            required=True,
+            metavar="SPEC",
+            help="provider:model: openai:MODEL, anthropic:MODEL, python:module:function, replay:FILE.jsonl.",
+        ),
+        click.option(
+            "--out",
+            "-o",
+            required=True,
+            metavar="DIR",
+            type=click.Path(file_okay=False),
+            help="The run directory: journal, responses.jsonl, report.json, report.md.",
+        ),
+        click.option(
+            "--base-url",
+            metavar="URL",
+            default=None,
+            help="API base URL (openai: default $OPENAI_BASE_URL, else the public API; anthropic: $ANTHROPIC_BASE_URL).",
+        ),
+        click.option(
+            "--api-key-env",
+            metavar="NAME",
+            default=None,
+            help="Environment variable holding the API key (default OPENAI_API_KEY / ANTHROPIC_API_KEY).",
+        ),
+        click.option(
+            "--system",
+            metavar="TEXT",
+            default=None,
+            help="A system prompt sent before every probe.",
+        ),
+        click.option(
+            "--temperature",
+            type=click.FloatRange(min=0),
+            default=None,
+            help="Sampling temperature (default: the server's).",
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Longest answer in tokens (default: the server's; 1024 for anthropic).",
+        ),
+        click.option(
+            "--request-seed",
+            type=int,
+            default=None,
+            help="Sent as the request's seed; sample k gets SEED+k.",
+        ),
+        click.option(
+            "--header",
+            "headers",
+            multiple=True,
+            metavar="'NAME: VALUE'",
+            help="Extra HTTP header (values are never written anywhere). Repeatable.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=120.0,
+            show_default=True,
+            help="Seconds one request may take.",
+        ),
+        click.option(
+            "--concurrency",
+            "-c",
+            type=click.IntRange(min=1, max=1024),
+            default=8,
+            show_default=True,
+            help="Requests in flight.",
+        ),
+        click.option(
+            "--rpm",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            help="Most requests per minute.",
+        ),
+        click.option(
+            "--tpm",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            help="Most tokens (in + out) per minute.",
+        ),
+        click.option(
+            "--retries",
+            type=click.IntRange(min=0),
+            default=5,
+            show_default=True,
+            help="Retries of a request after 429, 5xx, timeouts and dropped connections.",
+        ),
+        click.option(
+            "--samples",
+            "-k",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Generations per probe; a probe fails if any sample fails (hit@K).",
+        ),
+        click.option(
+            "--resume",
+            is_flag=True,
+            help="Continue the run in DIR; recorded cases are not sent again.",
+        ),
+        click.option(
+            "--retry-errors",
+            is_flag=True,
+            help="With --resume, send the recorded error cases again.",
+        ),
+        click.option(
+            "--cache",
+            metavar="DIR",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Response cache shared across runs (keyed by target, messages, parameters, sample).",
+        ),
+        click.option(
+            "--min-coverage",
+            type=click.FloatRange(0, 1),
+            default=None,
+            help="Exit 3 when fewer than this share of cases were scored.",
+        ),
+        click.option(
+            "--max-error-rate",
+            type=click.FloatRange(0, 1),
+            default=None,
+            help="Exit 3 when more than this share of cases are errors.",
+        ),
+        click.option(
+            "--price-in",
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="PRICE",
+            help="Price of a million input tokens, for the cost estimate.",
+        ),
+        click.option(
+            "--price-out",
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="PRICE",
+            help="Price of a million output tokens, for the cost estimate.",
+        ),
+        click.option(
+            "--calibration",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="A calibration.json from 'faultline calibrate'.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@click.command("run")
+@_target_options
+@scoring_options
+def run_command(**o: Any) -> int:
+    """Send a probe set to a model, record the answers in DIR as they arrive, score and report.
+
+    Each answer is committed to DIR/journal.sqlite the moment it arrives; after a crash or
+    Ctrl-C, the same command with --resume sends only what is missing. Failed requests
+    (after retries) are error cases: never passes, counted in coverage. Exit 0 done, 1 a
+    --fail-on gate tripped, 2 bad usage, 3 the target failed or coverage/error gates
+    tripped, 130 interrupted.
+    """
+    from faultline.calibration.attach import load_calibration
+    from faultline.report.gates import evaluate_gates, parse_gate
+    from faultline.runner import Prices, RunnerConfig, run_probes
+    from faultline.runner.journal import JOURNAL_NAME, recorded_count
+    from faultline.targets import GenerationParams, TargetOptions
+
+    config = parse_config(
+        o["pass_threshold"], o["severity_weights"], rules_only=o["rules_only"], learned=o["learned"]
+    )
+    gates = [parse_gate(g) for g in o["fail_on"]]
+    if o["retry_errors"] and not o["resume"]:
+        raise UsageError(
+            "--retry-errors goes with --resume (it re-sends a recorded run's error cases)"
+        )
+    if (o["price_in"] is None) != (o["price_out"] is None):
+        raise UsageError("give both --price-in and --price-out, or neither")
+    params = GenerationParams(
+        system=o["system"],
+        temperature=o["temperature"],
+        max_tokens=o["max_tokens"],
+        seed=o["request_seed"],
+        headers=tuple(_header(h) for h in o["headers"]),
+        timeout=o["timeout"],
+    )
+    runner = RunnerConfig(
+        concurrency=o["concurrency"],
+        rpm=o["rpm"],
+        tpm=o["tpm"],
+        retries=o["retries"],
+        seed=o["seed"],
+    )
+    prices = None if o["price_in"] is None else Prices(o["price_in"], o["price_out"])
+    attached = None if o["calibration"] is None else load_calibration(o["calibration"])
+    start = time.perf_counter()
+    try:
+        with run_progress("requests") as on_progress:
+            run = run_probes(
+                o["probes"],
+                o["target"],
+                o["out"],
+                params=params,
+                options=TargetOptions(o["base_url"], o["api_key_env"], o["concurrency"]),
+                runner=runner,
+                samples=o["samples"],
+                resume=o["resume"],
+                retry_errors=o["retry_errors"],
+                cache=o["cache"],
+                prices=prices,
+                rules=o["rules"],
+                config=config,
+                seed=o["seed"],
+                observability_min_cases=o["observability_min_cases"],
+                on_progress=on_progress,
+                calibration=attached,
+            )
+    except KeyboardInterrupt:
+        n = recorded_count(o["out"])
+        err.print(
+            f"faultline: interrupted; {n:,} cases are recorded in {o['out']}/{JOURNAL_NAME}. "
+            "Run the same command with --resume to send only the rest."
+        )
+        return 130
+    _render_execution(run.execution, run.resumed)
+    render_run(run, "run", time.perf_counter() - start)
+    tripped = _coverage_gates(
+        run.report.aggregate_metrics["counts"], o["min_coverage"], o["max_error_rate"]
+    )
+    gate_tripped = (
+        render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
+    )
+    return 3 if tripped else 1 if gate_tripped else 0
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip() or " " in name.strip():
+        raise UsageError(
+            "--header: expected 'Name: value', got a value without a name (or without ':')"
+        )
+    return name.strip(), value.strip()
+
+
+def _render_execution(execution: dict[str, Any], resumed: int) -> None:
+    usage = execution["usage"]
+    parts = [
+        f"{execution['recorded']:,}/{execution['cases']:,} cases recorded",
+        f"{execution['requests']:,} requests",
+        f"{execution['retries']:,} retries",
+        f"{execution['errors']:,} errors",
+    ]
+    if execution["cached"]:
+        parts.append(f"{execution['cached']:,} from the cache")
+    if resumed:
+        parts.append(f"{resumed:,} recorded by earlier sittings")
+    parts.append(f"tokens {usage['input_tokens']:,} in / {usage['output_tokens']:,} out")
+    if execution["cost"] is not None:
+        parts.append(f"estimated cost {execution['cost']['estimate']:.4f}")
+    out.print("Requests: " + " · ".join(parts) + ".")
+
+
+def _coverage_gates(
+    counts: dict[str, Any], min_coverage: float | None, max_error_rate: float | None
+) -> bool:
+    cases = counts["cases"]
+    coverage = counts["scored"] / cases if cases else 0.0
+    error_rate = counts["errors"] / cases if cases else 0.0
+    tripped = False
+    if min_coverage is not None and coverage < min_coverage:
+        err.print(
+            f"[red]faultline: coverage {coverage:.1%} is below --min-coverage {min_coverage:.1%}[/]: too many cases have no answer to score; the pass rate would mislead"
+        )
+        tripped = True
+    if max_error_rate is not None and error_rate > max_error_rate:
+        err.print(
+            f"[red]faultline: error rate {error_rate:.1%} is above --max-error-rate {max_error_rate:.1%}[/]: the target failed too often"
+        )
+        tripped = True
+    return tripped

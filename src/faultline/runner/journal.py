@@ -1,0 +1,275 @@
+"""The run directory's journal: every answer, durable the moment it arrives.
+
+A SQLite database in WAL mode with ``synchronous=FULL``: a committed row survives a crash
+or power cut. One writer thread commits whatever answers have arrived since its last commit
+(group commit), so the runner never waits on the disk, and an answer is on disk within one
+fsync of arriving. An answer that was still in flight or not yet committed when the process
+died is simply asked for again on ``--resume``; a committed one is never asked for again.
+
+The journal also holds the run's *fingerprint*: the probe set, the target and the request
+parameters. ``--resume`` refuses to continue a run whose fingerprint differs, since mixing
+answers to different questions would make the report meaningless.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from faultline.errors import UsageError
+
+__all__ = ["JOURNAL_NAME", "Entry", "Journal", "recorded_count"]
+
+JOURNAL_NAME = "journal.sqlite"
+SCHEMA = "1"
+_BATCH = 2048
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cases (
+    probe_id      TEXT    NOT NULL,
+    sample        INTEGER NOT NULL,
+    response      TEXT,
+    model         TEXT,
+    finish_reason TEXT,
+    error         TEXT,
+    input_tokens  INTEGER,
+    output_tokens INTEGER,
+    attempts      INTEGER NOT NULL,
+    cached        INTEGER NOT NULL,
+    latency_s     REAL    NOT NULL,
+    request       TEXT    NOT NULL,
+    recorded_at   TEXT    NOT NULL,
+    PRIMARY KEY (probe_id, sample)
+);
+"""
+_COLUMNS = (
+    "probe_id, sample, response, model, finish_reason, error, input_tokens, output_tokens, "
+    "attempts, cached, latency_s, request, recorded_at"
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One case as the journal records it.
+
+    Attributes:
+        probe_id: The probe.
+        sample: Which generation.
+        response: The answer, or ``None`` when the target failed.
+        model: The model that answered, as the target named it.
+        finish_reason: Why generation stopped.
+        error: The failure (``kind``, ``message``, ``status``, ``attempts``), or ``None``.
+        input_tokens: Tokens of the request, when counted.
+        output_tokens: Tokens of the answer, when counted.
+        attempts: Requests sent for this case (0 when it came from the cache).
+        cached: Whether the answer came from the response cache.
+        latency_s: Seconds from the first attempt to the outcome.
+        request: The request as sent: messages and parameters, no secrets.
+    """
+
+    probe_id: str
+    sample: int
+    response: str | None
+    model: str | None
+    finish_reason: str | None
+    error: Mapping[str, Any] | None
+    input_tokens: int | None
+    output_tokens: int | None
+    attempts: int
+    cached: bool
+    latency_s: float
+    request: Mapping[str, Any]
+
+    def row(self) -> tuple[Any, ...]:
+        """The entry as a ``cases`` row."""
+        return (
+            self.probe_id,
+            self.sample,
+            self.response,
+            self.model,
+            self.finish_reason,
+            None if self.error is None else json.dumps(self.error, ensure_ascii=False),
+            self.input_tokens,
+            self.output_tokens,
+            self.attempts,
+            int(self.cached),
+            self.latency_s,
+            json.dumps(self.request, ensure_ascii=False, sort_keys=True),
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> Entry:
+        """An entry read back from a ``cases`` row."""
+        return cls(
+            probe_id=row[0],
+            sample=row[1],
+            response=row[2],
+            model=row[3],
+            finish_reason=row[4],
+            error=None if row[5] is None else json.loads(row[5]),
+            input_tokens=row[6],
+            output_tokens=row[7],
+            attempts=row[8],
+            cached=bool(row[9]),
+            latency_s=row[10],
+            request=json.loads(row[11]),
+        )
+
+
+class Journal:
+    """The journal of one run directory.
+
+    Open it with :meth:`open`; after :meth:`start`, :meth:`record` queues an entry for the
+    writer thread, and :meth:`stop` commits what is queued and stops the thread.
+    """
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, sittings: int) -> None:
+        self.path = path
+        self.sittings = sittings
+        self._db = connection
+        self._queue: queue.SimpleQueue[Entry | None] = queue.SimpleQueue()
+        self._failure: BaseException | None = None
+        self._writer: threading.Thread | None = None
+
+    @classmethod
+    def open(cls, directory: Path, fingerprint: Mapping[str, Any], *, resume: bool) -> Journal:
+        """Open (or create) the journal in ``directory`` for a run with this fingerprint.
+
+        Raises:
+            UsageError: The directory holds a run and ``resume`` is false, or it holds a
+                different run (another probe set, target or parameters).
+        """
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / JOURNAL_NAME
+        existed = path.exists()
+        db = _connect(path)
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if existed else {}
+        if meta and not resume:
+            db.close()
+            recorded = recorded_count(directory)
+            raise UsageError(
+                f"{directory} already holds a run ({recorded} cases recorded in {JOURNAL_NAME}); "
+                "pass --resume to continue it, or choose another --out"
+            )
+        wanted = json.dumps(dict(fingerprint), sort_keys=True)
+        if meta:
+            _check_same(path, json.loads(meta.get("fingerprint", "{}")), dict(fingerprint), db)
+        sittings = int(meta.get("sittings", "0")) + 1
+        with db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (wanted,))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('sittings', ?)", (str(sittings),))
+        return cls(path, db, sittings)
+
+    def recorded(self) -> dict[tuple[str, int], bool]:
+        """Every recorded case, ``(probe_id, sample)`` to whether it is an error."""
+        rows = self._db.execute("SELECT probe_id, sample, error IS NOT NULL FROM cases")
+        return {(p, s): bool(e) for p, s, e in rows}
+
+    def entries(self) -> Iterator[Entry]:
+        """Every recorded entry, in no particular order."""
+        for row in self._db.execute(f"SELECT {_COLUMNS} FROM cases"):
+            yield Entry.from_row(row)
+
+    def start(self) -> None:
+        """Start the writer thread; from now on only it touches the database."""
+        self._writer = threading.Thread(
+            target=self._write_loop, name="faultline-journal", daemon=True
+        )
+        self._writer.start()
+
+    def record(self, entry: Entry) -> None:
+        """Queue an entry to be committed (a failed writer's error is raised here)."""
+        if self._failure is not None:
+            raise self._failure
+        self._queue.put(entry)
+
+    def stop(self) -> None:
+        """Commit every queued entry and stop the writer (the journal stays readable)."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join()
+            self._writer = None
+        if self._failure is not None:
+            raise self._failure
+
+    def close(self) -> None:
+        """Stop the writer (committing what is queued) and close the database."""
+        try:
+            self.stop()
+        finally:
+            self._db.close()
+
+    def _write_loop(self) -> None:
+        # The connection was made on another thread; from here on this thread alone uses it.
+        stop = False
+        while not stop:
+            batch: list[Entry] = []
+            item = self._queue.get()
+            while item is not None and len(batch) < _BATCH:
+                batch.append(item)
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            stop = item is None
+            if not batch:
+                continue
+            try:
+                with self._db:
+                    self._db.executemany(
+                        f"INSERT OR REPLACE INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+                        [e.row() for e in batch],
+                    )
+            except BaseException as exc:  # disk full, I/O error: surfaced to the runner
+                self._failure = exc
+                return
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level="DEFERRED")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("PRAGMA busy_timeout=5000")
+    db.executescript(_DDL)
+    return db
+
+
+def recorded_count(directory: str | Path) -> int:
+    """How many cases the journal in ``directory`` holds (0 when there is none)."""
+    path = Path(directory) / JOURNAL_NAME
+    if not path.exists():
+        return 0
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT count(*) FROM cases").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        db.close()
+
+
+def _check_same(
+    path: Path, found: dict[str, Any], wanted: dict[str, Any], db: sqlite3.Connection
+) -> None:
+    differ = sorted(k for k in set(found) | set(wanted) if found.get(k) != wanted.get(k))
+    if not differ:
+        return
+    db.close()
+    details = "; ".join(
+        f"{k}: recorded {json.dumps(found.get(k))}, now {json.dumps(wanted.get(k))}"
+        for k in differ[:3]
+    )
+    raise UsageError(
+        f"{path}: --resume continues the same run, but the {', '.join(differ)} changed ({details}); "
+        "run again with the recorded options, or start a new run in another --out"
+    )

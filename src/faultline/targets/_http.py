@@ -1,0 +1,180 @@
+"""The HTTP side of the API targets: one pooled client, and failures sorted into kinds."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from faultline.errors import UsageError
+from faultline.targets.base import CallError, FailureKind, GenerationParams, parse_retry_after
+from faultline.targets.base import redact as redact_secrets
+
+__all__ = ["HttpTarget", "api_key", "public_url", "token_count"]
+
+_FATAL = {401: "auth", 403: "auth", 404: "not_found"}
+_MAX_MESSAGE = 500
+
+
+def api_key(env_name: str, *, required: bool, provider: str) -> str | None:
+    """The API key from the environment variable ``env_name``.
+
+    Raises:
+        UsageError: ``required`` and the variable is unset or empty.
+    """
+    key = os.environ.get(env_name, "").strip()
+    if not key and required:
+        raise UsageError(
+            f"the {provider} target needs an API key: set {env_name} (or name another "
+            "variable with --api-key-env); keys are read from the environment only, so they "
+            "stay out of shell history and process lists"
+        )
+    return key or None
+
+
+def public_url(url: str) -> str:
+    """``url`` without user, password, query or fragment: what may be written down."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+class HttpTarget:
+    """A target reached over HTTP: a pooled ``httpx.AsyncClient`` and error sorting.
+
+    Args:
+        provider: The provider name, for messages.
+        model: The model to ask for.
+        base_url: The API's base URL.
+        params: How requests are sent (its ``timeout`` and ``headers`` are used here).
+        auth_headers: Headers carrying the key.
+        concurrency: The most requests in flight (sizes the connection pool).
+        key: The API key, kept out of every message.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        *,
+        base_url: str,
+        params: GenerationParams,
+        auth_headers: dict[str, str],
+        concurrency: int,
+        key: str | None = None,
+    ) -> None:
+        if urlsplit(base_url).scheme not in {"http", "https"}:
+            raise UsageError(f"--base-url: got {base_url!r}, expected an http:// or https:// URL")
+        self.provider = provider
+        self.model = model
+        self.spec = f"{provider}:{model}"
+        self.base_url = base_url.rstrip("/")
+        self.params = params
+        headers = {**auth_headers, **dict(params.headers)}
+        self.secrets = tuple(v for _, v in params.headers if v) + ((key,) if key else ())
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(params.timeout),
+            limits=limits,
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The target as the report records it (no key, no header values)."""
+        return {
+            "spec": self.spec,
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": public_url(self.base_url),
+        }
+
+    async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` and return the decoded JSON object.
+
+        Raises:
+            CallError: The network failed, the server answered an error status, or the
+                body is not a JSON object.
+        """
+        try:
+            response = await self._client.post(self.base_url + path, json=body)
+        except httpx.TimeoutException as exc:
+            raise self._failure(
+                "timeout", f"no answer within {self.params.timeout:g} s", exc
+            ) from exc
+        except httpx.TransportError as exc:
+            raise self._failure("connection", f"connection failed: {exc}", exc) from exc
+        if response.status_code >= 400:
+            raise self._status_failure(response)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise self._failure(
+                "malformed", f"the body is not JSON: {_excerpt(response.text)}", exc
+            ) from exc
+        if not isinstance(data, dict):
+            raise CallError("malformed", f"expected a JSON object, got {type(data).__name__}")
+        return data
+
+    def _failure(self, kind: FailureKind, message: str, _exc: Exception) -> CallError:
+        return CallError(kind, self.redact(message))
+
+    def _status_failure(self, response: httpx.Response) -> CallError:
+        status = response.status_code
+        text = self.redact(_error_text(response))
+        message = f"HTTP {status}: {text}" if text else f"HTTP {status}"
+        if status == 429:
+            return CallError(
+                "rate_limited",
+                message,
+                status=status,
+                retry_after=parse_retry_after(response.headers),
+            )
+        if status >= 500 or status == 408:
+            return CallError(
+                "server_error",
+                message,
+                status=status,
+                retry_after=parse_retry_after(response.headers),
+            )
+        if status in _FATAL:
+            kind: FailureKind = "auth" if _FATAL[status] == "auth" else "not_found"
+            return CallError(kind, message, status=status, fatal=True)
+        return CallError("bad_request", message, status=status)
+
+    def redact(self, text: str) -> str:
+        """``text`` without the target's secrets."""
+        return redact_secrets(text, self.secrets)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+
+def token_count(value: object) -> int | None:
+    """A token count from an API's usage object, or ``None`` when it is not a count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _error_text(response: httpx.Response) -> str:
+    """The error message of an API error body (``{"error": {"message"}}``), or its start."""
+    try:
+        data = response.json()
+    except ValueError:
+        return _excerpt(response.text)
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return _excerpt(error["message"])
+    if isinstance(error, str):
+        return _excerpt(error)
+    return _excerpt(response.text)
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"

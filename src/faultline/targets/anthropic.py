@@ -1,0 +1,100 @@
+"""``anthropic:MODEL``: the Anthropic Messages API (``POST {base_url}/v1/messages``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from faultline.targets._http import HttpTarget, api_key, token_count
+from faultline.targets.base import CallError, Completion, GenerationParams, Request
+
+__all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_MAX_TOKENS", "AnthropicTarget"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+"""The API requires a limit; this one is used when the run gives none."""
+
+
+class AnthropicTarget(HttpTarget):
+    """The Anthropic Messages API.
+
+    System messages (the run's system prompt, and any ``system`` turns of a conversation
+    probe) go into the request's ``system`` field, as the API expects.
+
+    Args:
+        model: The model, e.g. ``claude-sonnet-4-5``.
+        params: How requests are sent.
+        base_url: The API base (default: ``ANTHROPIC_BASE_URL``, else the public API).
+        api_key_env: The environment variable holding the key (required).
+        concurrency: The most requests in flight.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        params: GenerationParams,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        concurrency: int = 8,
+    ) -> None:
+        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        key = api_key(api_key_env, required=True, provider="anthropic")
+        assert key is not None  # required=True raises instead
+        auth = {"x-api-key": key, "anthropic-version": API_VERSION}
+        super().__init__(
+            "anthropic",
+            model,
+            base_url=url,
+            params=params,
+            auth_headers=auth,
+            concurrency=concurrency,
+            key=key,
+        )
+
+    async def complete(self, request: Request) -> Completion:
+        """Ask for one message."""
+        system = [m["content"] for m in request.messages if m["role"] in {"system", "developer"}]
+        turns = [
+            {"role": "assistant" if m["role"] == "assistant" else "user", "content": m["content"]}
+            for m in request.messages
+            if m["role"] not in {"system", "developer"}
+        ]
+        p = request.params
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": p.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": turns,
+        }
+        if system:
+            body["system"] = "\n\n".join(system)
+        if p.temperature is not None:
+            body["temperature"] = p.temperature
+        data = await self.post_json("/v1/messages", body)
+        return _completion(data)
+
+
+def _completion(data: dict[str, Any]) -> Completion:
+    if data.get("type") == "error":
+        raise CallError("malformed", "the answer is an error object with a success status")
+    blocks = data.get("content")
+    if not isinstance(blocks, list):
+        raise CallError("malformed", "the answer has no 'content' list")
+    text = "".join(
+        b["text"]
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    reason = data.get("stop_reason")
+    model = data.get("model")
+    return Completion(
+        text=text,
+        model=model if isinstance(model, str) else None,
+        finish_reason=reason if isinstance(reason, str) else None,
+        input_tokens=token_count(usage.get("input_tokens")),
+        output_tokens=token_count(usage.get("output_tokens")),
+    )

@@ -1,0 +1,234 @@
+"""What every target shares: the request, the completion, the failure, the protocol."""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from faultline.errors import TargetError
+
+__all__ = [
+    "CallError",
+    "Completion",
+    "FailureKind",
+    "GenerationParams",
+    "Request",
+    "Target",
+    "parse_retry_after",
+    "redact",
+]
+
+FailureKind = Literal[
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "connection",
+    "malformed",
+    "bad_request",
+    "auth",
+    "not_found",
+    "no_answer",
+    "exception",
+]
+"""Why a call failed; the first five are worth retrying."""
+
+RETRYABLE: frozenset[str] = frozenset(
+    {"rate_limited", "server_error", "timeout", "connection", "malformed"}
+)
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """How every request of a run is sent.
+
+    Attributes:
+        system: A system prompt put before each probe's messages (``None``: none).
+        temperature: The sampling temperature (``None``: the server's default).
+        max_tokens: The longest answer, in tokens (``None``: the server's default; the
+            Anthropic adapter needs one and uses 1024).
+        seed: Sent as the request's ``seed``; sample ``k`` gets ``seed + k`` so that the
+            samples of a probe differ (``None``: not sent).
+        headers: Extra HTTP headers, e.g. for a gateway; their values are treated as secrets.
+        timeout: Seconds one request may take before it is abandoned (and retried).
+    """
+
+    system: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout: float = 120.0
+
+    def record(self) -> dict[str, Any]:
+        """The parameters as recorded in the run directory: header values left out."""
+        return {
+            "system": self.system,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "headers": sorted({name for name, _ in self.headers}),
+            "timeout": self.timeout,
+        }
+
+
+@dataclass(frozen=True)
+class Request:
+    """One generation to ask for.
+
+    Attributes:
+        probe_id: The probe the request comes from.
+        sample: Which generation for that probe (0, 1, ...).
+        messages: The conversation, as ``{"role", "content"}`` objects, system prompt first.
+        params: How to send it.
+    """
+
+    probe_id: str
+    sample: int
+    messages: tuple[Mapping[str, str], ...]
+    params: GenerationParams = field(default_factory=GenerationParams)
+
+    @property
+    def seed(self) -> int | None:
+        """The seed sent with this request: the run's seed plus the sample number."""
+        return None if self.params.seed is None else self.params.seed + self.sample
+
+    def estimated_tokens(self) -> int:
+        """A cautious guess of the tokens the request costs, before it is sent.
+
+        About four characters a token for the input, plus the answer's limit (or 256).
+        """
+        chars = sum(len(m["content"]) for m in self.messages)
+        return math.ceil(chars / 4) + (self.params.max_tokens or 256)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A target's answer.
+
+    Attributes:
+        text: The answer.
+        model: The model that answered, as the server named it.
+        finish_reason: Why generation stopped, as the server said.
+        input_tokens: Tokens of the request, when the server counted them.
+        output_tokens: Tokens of the answer, when the server counted them.
+    """
+
+    text: str
+    model: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class CallError(TargetError):
+    """One call to a target failed.
+
+    The runner retries the retryable kinds with backoff; others become an ``error`` case at
+    once, and a ``fatal`` one (a rejected key, an unknown model) stops the run, since every
+    other request would fail the same way.
+
+    Attributes:
+        kind: Why it failed.
+        message: What the target or the network said, secrets removed.
+        status: The HTTP status, when there was one.
+        retry_after: Seconds the server asked to wait before trying again.
+        fatal: Whether the whole run should stop.
+    """
+
+    def __init__(
+        self,
+        kind: FailureKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        fatal: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.fatal = fatal
+        super().__init__(message)
+
+    @property
+    def retryable(self) -> bool:
+        """Whether trying again may succeed."""
+        return self.kind in RETRYABLE and not self.fatal
+
+    def record(self) -> dict[str, Any]:
+        """The failure as an error case records it."""
+        out: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.status is not None:
+            out["status"] = self.status
+        return out
+
+
+class Target(Protocol):
+    """A model to send probes to.
+
+    Attributes:
+        spec: The target as the user named it, ``provider:model``, without secrets.
+        provider: ``openai``, ``anthropic``, ``python`` or ``replay``.
+        model: The model (or function, or file) part of the spec.
+        secrets: Values that must never be written anywhere (keys, header values).
+    """
+
+    spec: str
+    provider: str
+    model: str
+    secrets: tuple[str, ...]
+
+    def describe(self) -> dict[str, Any]:
+        """The target as the report records it: spec, provider, model, endpoint; no secrets."""
+        ...
+
+    async def complete(self, request: Request) -> Completion:
+        """Send one request and return the answer.
+
+        Raises:
+            CallError: The call failed.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and threads."""
+        ...
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
+
+    Returns ``None`` when neither header is there or parses; never a negative number.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    value = lower.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret (of four characters or more) replaced by ``***``."""
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text

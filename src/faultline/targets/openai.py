@@ -1,0 +1,96 @@
+"""``openai:MODEL``: any server that speaks the OpenAI chat-completions API.
+
+One adapter serves the hosted API, vLLM, Ollama, llama.cpp's server, LM Studio and the
+gateways in front of them: ``POST {base_url}/chat/completions``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from faultline.targets._http import HttpTarget, api_key, token_count
+from faultline.targets.base import CallError, Completion, GenerationParams, Request
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAITarget"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAITarget(HttpTarget):
+    """An OpenAI-compatible chat-completions server.
+
+    Args:
+        model: The model name the server knows.
+        params: How requests are sent.
+        base_url: The API base, e.g. ``http://localhost:8000/v1`` (default: ``OPENAI_BASE_URL``,
+            else the public API).
+        api_key_env: The environment variable holding the key. A key is required for the
+            public API; local servers get none when the variable is unset.
+        concurrency: The most requests in flight.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        params: GenerationParams,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 8,
+    ) -> None:
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        key = api_key(api_key_env, required=url.rstrip("/") == DEFAULT_BASE_URL, provider="openai")
+        auth = {"Authorization": f"Bearer {key}"} if key else {}
+        super().__init__(
+            "openai",
+            model,
+            base_url=url,
+            params=params,
+            auth_headers=auth,
+            concurrency=concurrency,
+            key=key,
+        )
+
+    async def complete(self, request: Request) -> Completion:
+        """Ask for one chat completion."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in request.messages],
+        }
+        p = request.params
+        if p.temperature is not None:
+            body["temperature"] = p.temperature
+        if p.max_tokens is not None:
+            body["max_tokens"] = p.max_tokens
+        if request.seed is not None:
+            body["seed"] = request.seed
+        data = await self.post_json("/chat/completions", body)
+        return _completion(data)
+
+
+def _completion(data: dict[str, Any]) -> Completion:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise CallError("malformed", "the answer has no 'choices'")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise CallError("malformed", "the first choice has no 'message'")
+    text = message.get("content")
+    if not isinstance(text, str):
+        # A model's structured refusal comes as message.refusal, with null content.
+        text = message.get("refusal")
+    if not isinstance(text, str):
+        raise CallError("malformed", "the message has neither 'content' nor 'refusal' text")
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    reason = choices[0].get("finish_reason")
+    model = data.get("model")
+    return Completion(
+        text=text,
+        model=model if isinstance(model, str) else None,
+        finish_reason=reason if isinstance(reason, str) else None,
+        input_tokens=token_count(usage.get("prompt_tokens")),
+        output_tokens=token_count(usage.get("completion_tokens")),
+    )

@@ -1,0 +1,158 @@
+"""``python:package.module:function``: a Python callable as the target.
+
+For in-process models and for custom HTTP clients. The function gets the conversation and
+the keyword arguments it declares among ``probe_id``, ``sample``, ``temperature``,
+``max_tokens`` and ``seed``, and returns the answer as a string, a :class:`Completion`, or a
+mapping with ``response`` (and optionally ``model``, ``finish_reason``, ``input_tokens``,
+``output_tokens``)::
+
+    def generate(messages, *, temperature=None):
+        return my_model.chat(messages, temperature=temperature)
+
+Sync functions run in a pool of ``concurrency`` threads; async ones are awaited. A function
+signals a failure worth retrying by raising ``TimeoutError``, ``ConnectionError`` or
+:class:`CallError`; any other exception makes the case an ``error`` with its message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from faultline.errors import UsageError
+from faultline.targets._http import token_count
+from faultline.targets.base import CallError, Completion, GenerationParams, Request
+
+__all__ = ["PythonTarget", "import_callable"]
+
+_OFFERED = ("probe_id", "sample", "temperature", "max_tokens", "seed")
+
+
+def import_callable(ref: str) -> Callable[..., Any]:
+    """Import ``package.module:function`` (the current directory is importable, as with ``python -m``).
+
+    Raises:
+        UsageError: The reference is malformed, the module cannot be imported, or the name
+            is not a callable.
+    """
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(
+            f"python target {ref!r}: expected package.module:function, e.g. python:mymodel:generate"
+        )
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: any import-time failure is theirs to see
+        raise UsageError(
+            f"python target: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+    if not callable(obj):
+        raise UsageError(
+            f"python target: {module_name}.{attr} is not a callable in {module_name!r}"
+        )
+    return obj  # type: ignore[no-any-return]
+
+
+class PythonTarget:
+    """A sync or async Python callable.
+
+    Args:
+        ref: ``package.module:function``.
+        params: How requests are sent (its timeout applies to each call).
+        concurrency: The most calls in flight (threads, for a sync function).
+    """
+
+    provider = "python"
+    secrets: tuple[str, ...] = ()
+
+    def __init__(self, ref: str, params: GenerationParams, *, concurrency: int = 8) -> None:
+        self.model = ref
+        self.spec = f"python:{ref}"
+        self.params = params
+        self._fn = import_callable(ref)
+        self._async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
+            getattr(self._fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
+        )
+        self._accepts = _accepted(self._fn)
+        self._pool = None if self._async else ThreadPoolExecutor(concurrency, "faultline-target")
+
+    def describe(self) -> dict[str, Any]:
+        """The target as the report records it."""
+        return {"spec": self.spec, "provider": self.provider, "model": self.model}
+
+    async def complete(self, request: Request) -> Completion:
+        """Call the function once."""
+        offered = {
+            "probe_id": request.probe_id,
+            "sample": request.sample,
+            "temperature": request.params.temperature,
+            "max_tokens": request.params.max_tokens,
+            "seed": request.seed,
+        }
+        kwargs = {k: v for k, v in offered.items() if k in self._accepts}
+        messages = [dict(m) for m in request.messages]
+        try:
+            if self._async:
+                call = self._fn(messages, **kwargs)
+            else:
+                loop = asyncio.get_running_loop()
+                call = loop.run_in_executor(self._pool, partial(self._fn, messages, **kwargs))
+            result = await asyncio.wait_for(call, self.params.timeout)
+        except CallError:
+            raise
+        except TimeoutError as exc:
+            raise CallError("timeout", f"no answer within {self.params.timeout:g} s") from exc
+        except ConnectionError as exc:
+            raise CallError("connection", f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # the per-case boundary: the user's code failed for this case
+            raise CallError("exception", f"{type(exc).__name__}: {exc}") from exc
+        return _completion(result, self.spec)
+
+    async def aclose(self) -> None:
+        """Stop the thread pool."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _accepted(fn: Callable[..., Any]) -> frozenset[str]:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return frozenset(_OFFERED)
+    return frozenset(p.name for p in parameters if p.name in _OFFERED)
+
+
+def _completion(result: object, spec: str) -> Completion:
+    if isinstance(result, Completion):
+        return result
+    if isinstance(result, str):
+        return Completion(text=result)
+    if isinstance(result, Mapping) and isinstance(result.get("response"), str):
+        model, reason = result.get("model"), result.get("finish_reason")
+        return Completion(
+            text=result["response"],
+            model=model if isinstance(model, str) else None,
+            finish_reason=reason if isinstance(reason, str) else None,
+            input_tokens=token_count(result.get("input_tokens")),
+            output_tokens=token_count(result.get("output_tokens")),
+        )
+    raise CallError(
+        "malformed",
+        f"{spec} returned {type(result).__name__}; expected a string, a Completion, "
+        "or a mapping with a 'response' string",
+    )
