@@ -7,6 +7,8 @@
    naive loop of Python ``re.search`` per pattern, faultline's matcher, and its full scorer.
 4. Observability: ``compute_observability`` on the cases of the first N responses for every
    N in ``--sizes``, each in a fresh process: wall time and peak memory of that step.
+5. Runner: ``faultline run`` against a zero-latency local OpenAI-compatible server in another
+   process, at concurrency 64 (``runner_overhead.py``): requests per second while sending.
 
 Results go to ``bench/out/results.json`` (``results-quick.json`` with ``--quick``) and a
 Markdown table to stdout and ``bench/out/results.md``::
@@ -40,7 +42,7 @@ ROOT = HERE.parent
 OUT = HERE / "out"
 GOAL_THROUGHPUT = 50_000
 GOAL_SPEEDUP = 100
-STEPS = ("e2e", "baseline", "observability")
+STEPS = ("e2e", "baseline", "observability", "runner")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -169,6 +171,19 @@ def observability(corpus: corpus_mod.Corpus, n: int, args: argparse.Namespace) -
     return {"seed": 0, "sizes": rows}
 
 
+def runner(args: argparse.Namespace) -> dict[str, Any]:
+    """``faultline run`` against a zero-latency local server, at concurrency 64."""
+    n = 5_000 if args.quick else 20_000
+    print(f"runner overhead: {n:,} requests at concurrency 64 ...", flush=True)
+    log = OUT / "runner.log"
+    command = _python(HERE / "runner_overhead.py", "--requests", str(n), "--concurrency", "64")
+    run = measure.run_measured(command, log=log)
+    _check(run, log)
+    result = _last_json(log)
+    print(f"  {result['requests_per_s']:,.0f} requests/s", flush=True)
+    return result
+
+
 def speedups(results: dict[str, Any]) -> dict[str, Any]:
     """End to end and matcher against the naive loop."""
     base = results.get("baseline")
@@ -217,6 +232,8 @@ def main(argv: list[str] | None = None) -> None:
         results["baseline"] = baseline(corpus, args)
     if "observability" in args.only:
         results["observability"] = observability(corpus, n, args)
+    if "runner" in args.only:
+        results["runner"] = runner(args)
     results["speedups"] = speedups(results)
     results["bench_seconds"] = time.perf_counter() - start
     results["machine"]["load_average_end"] = list(os.getloadavg())

@@ -105,6 +105,14 @@ def headline(results: dict[str, Any]) -> str:
             f"| faultline scorer (`Scorer.score_batch`), same sample, 1 process, warm (cold) | "
             f"{_rate(base['scorer']['responses_per_s'])} ({_cold(base, 'scorer')}) | | |"
         )
+    runner = results.get("runner")
+    if runner:
+        rows.append(
+            f"| runner overhead, `faultline run` against a zero-latency local server, "
+            f"{runner['requests']:,} requests, concurrency {runner['concurrency']} | "
+            f"{runner['requests_per_s']:,.0f} requests/s | ≥ {runner['goal_requests_per_s']:,} "
+            f"requests/s | {_met(runner['goal_met'])} |"
+        )
     if "end_to_end_vs_naive" in speed:
         rows.append(
             f"| speed-up, end to end vs naive loop | "

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,3 +180,12 @@ def normalise_run(text: str) -> str:
     text = re.sub(r'"id": "[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}"', '"id": "RUN-ID"', text)
     text = re.sub(r'"created_at": "[^"]+"', '"created_at": "CREATED-AT"', text)
     return re.sub(r"Run `[^`]+` created \S+", "Run `RUN-ID` created CREATED-AT", text)
+
+
+@pytest.fixture
+def fake_api() -> Iterator[Any]:
+    """A real OpenAI/Anthropic-speaking server on 127.0.0.1 with fault injection (tests/targets/fakeapi.py)."""
+    from tests.targets.fakeapi import FakeAPI
+
+    with FakeAPI() as api:
+        yield api

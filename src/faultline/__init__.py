@@ -9,6 +9,7 @@ The Python API is the one the command line uses::
     cases = faultline.score(probes, responses)             # one CaseScore per response
     metrics = faultline.aggregate_metrics(cases)
     report = faultline.build_report(cases, out="out/", probe_set=probes)
+    run = faultline.run_probes(probes, "openai:gpt-4o-mini", "runs/today")  # send, record, score
 
 Every name below is public and stable within a major version; everything else (modules
 starting with ``_``, and names not listed here) may change.
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     )
     from faultline.report.gates import GateResult, evaluate_gates
     from faultline.responses import Response, iter_response_batches, load_responses
+    from faultline.runner import Prices, ProbeRun, RunnerConfig, run_probes
     from faultline.scoring import (
         CaseScore,
         Evidence,
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
         run_examples,
         score,
     )
+    from faultline.targets import GenerationParams, Target, TargetOptions, open_target
 
 # Names are imported on first use, so `faultline --help` does not pay for numpy and friends.
 _LAZY: dict[str, str] = {
@@ -65,12 +68,15 @@ _LAZY: dict[str, str] = {
     "Evidence": "faultline.scoring",
     "FaultlineError": "faultline.errors",
     "GateResult": "faultline.report.gates",
+    "GenerationParams": "faultline.targets",
     "Geometry": "faultline.observability",
     "InputError": "faultline.errors",
     "Message": "faultline.probes",
     "MetricsAccumulator": "faultline.metrics",
+    "Prices": "faultline.runner",
     "Probe": "faultline.probes",
     "ProbeError": "faultline.errors",
+    "ProbeRun": "faultline.runner",
     "ProbeSet": "faultline.probes",
     "Report": "faultline.report",
     "Response": "faultline.responses",
@@ -78,11 +84,14 @@ _LAZY: dict[str, str] = {
     "Rule": "faultline.scoring",
     "RulePack": "faultline.scoring",
     "RulePackError": "faultline.errors",
+    "RunnerConfig": "faultline.runner",
     "SCHEMA_VERSION": "faultline.report",
     "ScoreRun": "faultline.pipeline",
     "Scorer": "faultline.scoring",
     "ScoringConfig": "faultline.scoring",
+    "Target": "faultline.targets",
     "TargetError": "faultline.errors",
+    "TargetOptions": "faultline.targets",
     "UsageError": "faultline.errors",
     "__version__": "faultline._version",
     "aggregate_metrics": "faultline.metrics",
@@ -95,10 +104,12 @@ _LAZY: dict[str, str] = {
     "load_probes": "faultline.probes",
     "load_responses": "faultline.responses",
     "load_rule_pack": "faultline.scoring",
+    "open_target": "faultline.targets",
     "read_report": "faultline.report",
     "render_markdown": "faultline.report",
     "run_demo": "faultline.demo",
     "run_examples": "faultline.scoring",
+    "run_probes": "faultline.runner",
     "score": "faultline.scoring",
     "score_files": "faultline.pipeline",
     "write_report": "faultline.report",
@@ -123,12 +134,15 @@ __all__ = [
     "Evidence",
     "FaultlineError",
     "GateResult",
+    "GenerationParams",
     "Geometry",
     "InputError",
     "Message",
     "MetricsAccumulator",
+    "Prices",
     "Probe",
     "ProbeError",
+    "ProbeRun",
     "ProbeSet",
     "Report",
     "Response",
@@ -136,10 +150,13 @@ __all__ = [
     "Rule",
     "RulePack",
     "RulePackError",
+    "RunnerConfig",
     "ScoreRun",
     "Scorer",
     "ScoringConfig",
+    "Target",
     "TargetError",
+    "TargetOptions",
     "UsageError",
     "__version__",
     "aggregate_metrics",
@@ -152,10 +169,12 @@ __all__ = [
     "load_probes",
     "load_responses",
     "load_rule_pack",
+    "open_target",
     "read_report",
     "render_markdown",
     "run_demo",
     "run_examples",
+    "run_probes",
     "score",
     "score_files",
     "write_report",

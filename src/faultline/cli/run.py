@@ -41,7 +41,7 @@ def _target_options(func: Any) -> Any:
             "--base-url",
             metavar="URL",
             default=None,
-            help="API base URL (openai: default $OPENAI_BASE_URL, else the public API; anthropic: $ANTHROPIC_BASE_URL).",
+            help="API base URL (default $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL, else the public API).",
         ),
         click.option(
             "--api-key-env",
@@ -242,6 +242,7 @@ def run_command(**o: Any) -> int:
                 config=config,
                 seed=o["seed"],
                 observability_min_cases=o["observability_min_cases"],
+                workers=o["workers"],
                 on_progress=on_progress,
                 calibration=attached,
             )
@@ -299,12 +300,14 @@ def _coverage_gates(
     tripped = False
     if min_coverage is not None and coverage < min_coverage:
         err.print(
-            f"[red]faultline: coverage {coverage:.1%} is below --min-coverage {min_coverage:.1%}[/]: too many cases have no answer to score; the pass rate would mislead"
+            f"[red]faultline: coverage {coverage:.1%} is below --min-coverage {min_coverage:.1%}[/]: "
+            "too many cases have no answer to score, so the pass rate would mislead"
         )
         tripped = True
     if max_error_rate is not None and error_rate > max_error_rate:
         err.print(
-            f"[red]faultline: error rate {error_rate:.1%} is above --max-error-rate {max_error_rate:.1%}[/]: the target failed too often"
+            f"[red]faultline: error rate {error_rate:.1%} is above --max-error-rate "
+            f"{max_error_rate:.1%}[/]: the target failed too often"
         )
         tripped = True
     return tripped

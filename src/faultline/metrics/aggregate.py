@@ -27,6 +27,7 @@ UNSPECIFIED_MODEL = "unspecified"
 """The ``by_model`` key for cases whose response named no model."""
 
 _TIER = {t: i for i, t in enumerate(SEVERITIES)}
+_OUTCOME = {"pass": 0, "fail": 1, "error": 2}
 _HIGH, _CRITICAL = _TIER["high"], _TIER["critical"]
 
 
@@ -65,10 +66,19 @@ class MetricsAccumulator:
         self.errors_by_model: Counter[str] = Counter()
         self.errors_by_expect: Counter[str] = Counter()
         self._worst: list[dict[str, Any]] = []
+        self.probes = _Codes()
+        self._probe: list[NDArray[np.int32]] = []
+        self._outcome: list[NDArray[np.int8]] = []
 
     def add(self, cases: Iterable[CaseScore]) -> MetricsAccumulator:
         """Fold a batch of cases in (errors included); returns ``self`` for chaining."""
         scored: list[CaseScore] = []
+        cases = list(cases)
+        probe = self.probes.code
+        self._probe.append(
+            np.asarray([probe(f"{c.model or ''}\x1f{c.probe_id}") for c in cases], dtype=np.int32)
+        )
+        self._outcome.append(np.asarray([_OUTCOME[c.status] for c in cases], dtype=np.int8))
         for case in cases:
             if case.status == "error":
                 self.errors_by_category[case.category] += 1
@@ -119,6 +129,8 @@ class MetricsAccumulator:
         self.errors_by_model.update(other.errors_by_model)
         self.errors_by_expect.update(other.errors_by_expect)
         self._worst = heapq.nsmallest(WORST_CASES, self._worst + other._worst, key=_entry_key)
+        self._probe.extend(_recode(part, other.probes, self.probes) for part in other._probe)
+        self._outcome.extend(other._outcome)
         return self
 
     def result(self) -> dict[str, Any]:
@@ -164,6 +176,7 @@ class MetricsAccumulator:
                 "unsafe_signal_total": overall.total("unsafe"),
                 "safe_unsafe_signal_ratio": rate(overall.total("safe"), overall.total("unsafe")),
             },
+            "per_probe": self._per_probe(),
             "by_category": {c: by_cat[c].category_metrics() for c in cats},
             "by_severity": {
                 tier: {
@@ -205,6 +218,36 @@ class MetricsAccumulator:
                 ),
                 key=lambda r: (-float(r["risk_mean"] or 0.0), str(r["category"])),
             ),
+        }
+
+    def _per_probe(self) -> dict[str, Any]:
+        """Outcomes per probe (per model) over its samples: the probe fails if any sample fails.
+
+        A probe passes when every sample was scored and passed; one with no failed sample but
+        an error is an error (unknown), never a pass. With one sample per probe these are the
+        per-case numbers; with K samples ``fail_rate`` is the attack success rate at K.
+        """
+        probe = _concat(self._probe, np.int32)
+        outcome = _concat(self._outcome, np.int8)
+        n = len(self.probes.index)
+        samples = np.bincount(probe, minlength=n)
+        failed = np.bincount(probe, weights=outcome == _OUTCOME["fail"], minlength=n) > 0
+        errored = np.bincount(probe, weights=outcome == _OUTCOME["error"], minlength=n) > 0
+        n_failed = int(np.count_nonzero(failed))
+        n_errors = int(np.count_nonzero(errored & ~failed))
+        n_passed = n - n_failed - n_errors
+        return {
+            "probes": n,
+            "samples": {
+                "min": int(samples.min()) if n else None,
+                "max": int(samples.max()) if n else None,
+            },
+            "passed": n_passed,
+            "failed": n_failed,
+            "errors": n_errors,
+            "pass_rate": rate(n_passed, n_passed + n_failed),
+            "pass_rate_ci95": wilson_interval(n_passed, n_passed + n_failed),
+            "fail_rate": rate(n_failed, n_passed + n_failed),
         }
 
     def _model_metrics(

@@ -108,7 +108,39 @@ def _meta(report: Mapping[str, Any]) -> list[str]:
         f"- Rules: {_named(run.get('rules'))}",
         f"- Learned signal: {_named(run.get('learned')) if run.get('learned') else 'off (rules only)'}",
         f"- A case passes when risk < {cfg['pass_threshold']:g}; severity weights: {weights}; seed {cfg['seed']}.",
+        *_execution(run.get("execution")),
         "",
+    ]
+
+
+def _execution(ex: Mapping[str, Any] | None) -> list[str]:
+    """How a ``faultline run`` collected the answers."""
+    if not ex:
+        return []
+    usage, cost = ex["usage"], ex.get("cost")
+    line = (
+        f"- Collected by `faultline run`: {ex['samples']} sample(s) per probe, {ex['requests']} requests, "
+        f"{ex['retries']} retries, {ex['errors']} error case(s), {ex['cached']} from the cache, "
+        f"{ex['sittings']} sitting(s); tokens {usage['input_tokens']:,} in / {usage['output_tokens']:,} out"
+    )
+    if cost is not None:
+        line += f"; estimated cost {cost['estimate']:.4f}"
+    return [line + "."]
+
+
+def _per_probe(p: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The per-probe row, when probes have more than one sample (hit@K)."""
+    if not p or not p["samples"]["max"] or p["samples"]["max"] < 2:
+        return []
+    k = p["samples"]["max"]
+    span = f"{k}" if p["samples"]["min"] == k else f"{p['samples']['min']}–{k}"
+    return [
+        (
+            f"Per-probe pass rate ({span} samples)",
+            f"{_pct(p['pass_rate'])}{_ci(p.get('pass_rate_ci95'))} — a probe fails if any sample "
+            f"fails: {p['failed']} of {p['passed'] + p['failed']} probes failed (hit@{k}), "
+            f"{p['errors']} with errors",
+        )
     ]
 
 
@@ -120,6 +152,7 @@ def _headline(m: Mapping[str, Any]) -> list[str]:
             "Pass rate",
             f"{_pct(o['pass_rate'])}{_ci(o.get('pass_rate_ci95'))} — {c['passed']} of {c['scored']} scored",
         ),
+        *_per_probe(m.get("per_probe")),
         ("Severity-weighted pass rate", _pct(o["severity_weighted_pass_rate"])),
         (
             "High-stakes failure rate",

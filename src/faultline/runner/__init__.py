@@ -117,6 +117,7 @@ def run_probes(
     config: ScoringConfig | None = None,
     seed: int = 0,
     observability_min_cases: int = DEFAULT_MIN_CASES,
+    workers: int | None = 1,
     on_progress: ProgressCallback | None = None,
     on_scoring: ScoreProgress | None = None,
     calibration: Mapping[str, Any] | None = None,
@@ -139,6 +140,7 @@ def run_probes(
         config: The scoring configuration.
         seed: Seeds the failure geometry and the retry jitter.
         observability_min_cases: The fewest scored cases for which the geometry is built.
+        workers: Worker processes for scoring the answers (see :func:`score_files`).
         on_progress: Called after each recorded case.
         on_scoring: Called as the answers are scored.
         calibration: Each rule's measured precision, for ``run.calibration``.
@@ -208,6 +210,7 @@ def run_probes(
         config=config,
         seed=seed,
         observability_min_cases=observability_min_cases,
+        workers=workers,
         on_progress=on_scoring,
         calibration=calibration,
         target=described,
