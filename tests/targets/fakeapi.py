@@ -8,7 +8,10 @@ headers, body), and injects faults on demand:
 
 makes the next two requests whose last user message contains "bomb" fail that way; later
 ones succeed. ``server.default`` applies to every request without a plan (e.g. a delay).
-Answers are deterministic: a refusal unless the prompt contains ``[comply]``.
+Answers are deterministic: a refusal unless the prompt contains ``[comply]``; ``answer``
+replaces the text, ``reply`` the whole JSON body (e.g. an OpenAI refusal with null content),
+and ``error_message`` the message of injected error bodies (e.g. to echo a key back, as
+careless gateways do).
 
 Run it standalone (for the benchmark or by hand) with ``python tests/targets/fakeapi.py``.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import json
 import threading
 import time
@@ -43,8 +47,12 @@ class Fault:
         return cls("ok")
 
     @classmethod
-    def error(cls, status: int, retry_after: float | None = None) -> Fault:
-        return cls("status", status=status, retry_after=retry_after)
+    def error(
+        cls, status: int, retry_after: float | None = None, *, retry_after_date: bool = False
+    ) -> Fault:
+        return cls(
+            "status", status=status, retry_after=retry_after, retry_after_date=retry_after_date
+        )
 
     @classmethod
     def slow(cls, seconds: float) -> Fault:
@@ -84,6 +92,8 @@ class FakeAPI:
     port: int = 0
     default: Fault = field(default_factory=Fault.ok)
     answer: Callable[[dict[str, Any]], str] | None = None
+    reply: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    error_message: Callable[[Logged], str] | None = None
     log: list[Logged] = field(default_factory=list)
     _plans: dict[str, list[Fault]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -177,15 +187,25 @@ class FakeAPI:
             await asyncio.sleep(fault.seconds)
         if fault.kind == "status":
             extra = {}
-            if fault.retry_after is not None:
+            if fault.retry_after is not None and fault.retry_after_date:
+                extra["Retry-After"] = email.utils.formatdate(
+                    time.time() + fault.retry_after, usegmt=True
+                )
+            elif fault.retry_after is not None:
                 extra["Retry-After"] = f"{fault.retry_after:g}"
-            error = {"error": {"message": f"injected {fault.status}", "type": "injected"}}
+            message = (
+                f"injected {fault.status}"
+                if self.error_message is None
+                else self.error_message(logged)
+            )
+            error = {"error": {"message": message, "type": "injected"}}
             await _send(writer, fault.status, json.dumps(error).encode(), extra)
             return True
         if fault.kind == "malformed":
             await _send(writer, 200, b'{"choices": [ {"message": ', {})
             return True
-        await _send(writer, 200, json.dumps(self._answer(path, body)).encode(), {})
+        answer = self._answer(path, body) if self.reply is None else self.reply(path, body)
+        await _send(writer, 200, json.dumps(answer).encode(), {})
         return True
 
     def _next_fault(self, prompt: str) -> Fault:
@@ -198,10 +218,9 @@ class FakeAPI:
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = users[-1] if users else ""
+        text = COMPLIANCE if "[comply]" in prompt else REFUSAL
         if self.answer is not None:
             text = self.answer(body)
-        else:
-            text = COMPLIANCE if "[comply]" in prompt else REFUSAL
         n_in = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
         n_out = len(text.split())
         if path.endswith("/messages"):

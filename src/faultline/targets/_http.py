@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 import os
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 
@@ -41,6 +42,8 @@ def public_url(url: str) -> str:
     """``url`` without user, password, query or fragment: what may be written down."""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
@@ -76,9 +79,19 @@ class HttpTarget:
         self.model = model
         self.spec = f"{provider}:{model}"
         self.base_url = base_url.rstrip("/")
+        parts = self._parts = urlsplit(base_url)
+        # A query (Azure's ?api-version=...) stays a query: paths are joined before it. Its
+        # values may be credentials, so they are secrets too.
+        query_values = tuple(v for _, v in parse_qsl(parts.query) if v)
+        userinfo = tuple(v for v in (parts.password,) if v)
         self.params = params
         headers = {**auth_headers, **dict(params.headers)}
-        self.secrets = tuple(v for _, v in params.headers if v) + ((key,) if key else ())
+        self.secrets = (
+            tuple(v for _, v in params.headers if v)
+            + ((key,) if key else ())
+            + query_values
+            + userinfo
+        )
         # httpcore scans its whole pool on every request (an idle check and a poll() per
         # connection), so one pool of 64 connections costs ~1 ms a request. Several small
         # pools, used in turn, keep that scan short: see docs/benchmarks.md.
@@ -99,6 +112,11 @@ class HttpTarget:
         ]
         self._turn = itertools.cycle(self._clients)
 
+    def url(self, path: str) -> str:
+        """The URL of an API path: joined to the base URL's path, before its query."""
+        p = self._parts
+        return urlunsplit((p.scheme, p.netloc, p.path.rstrip("/") + path, p.query, ""))
+
     def describe(self) -> dict[str, Any]:
         """The target as the report records it (no key, no header values)."""
         return {
@@ -115,10 +133,12 @@ class HttpTarget:
             CallError: The network failed, the server answered an error status, or the
                 body is not a JSON object.
         """
+        client = next(self._turn)
         try:
-            client = next(self._turn)
-            response = await client.post(self.base_url + path, json=body)
-        except httpx.TimeoutException as exc:
+            # httpx's timeout bounds each step (connect, each read); this bounds the request.
+            async with asyncio.timeout(self.params.timeout):
+                response = await client.post(self.url(path), json=body)
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise self._failure(
                 "timeout", f"no answer within {self.params.timeout:g} s", exc
             ) from exc
@@ -130,7 +150,7 @@ class HttpTarget:
             data = response.json()
         except ValueError as exc:
             raise self._failure(
-                "malformed", f"the body is not JSON: {_excerpt(response.text)}", exc
+                "malformed", f"the body is not JSON: {_excerpt(self.redact(response.text))}", exc
             ) from exc
         if not isinstance(data, dict):
             raise CallError("malformed", f"expected a JSON object, got {type(data).__name__}")
@@ -141,7 +161,7 @@ class HttpTarget:
 
     def _status_failure(self, response: httpx.Response) -> CallError:
         status = response.status_code
-        text = self.redact(_error_text(response))
+        text = _excerpt(self.redact(_error_text(response)))
         message = f"HTTP {status}: {text}" if text else f"HTTP {status}"
         if status == 429:
             return CallError(
@@ -178,17 +198,20 @@ def token_count(value: object) -> int | None:
 
 
 def _error_text(response: httpx.Response) -> str:
-    """The error message of an API error body (``{"error": {"message"}}``), or its start."""
+    """The error message of an API error body (``{"error": {"message"}}``), or the body.
+
+    Whole: secrets are removed before the text is shortened, so none is cut in two.
+    """
     try:
         data = response.json()
     except ValueError:
-        return _excerpt(response.text)
+        return response.text
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return _excerpt(error["message"])
+        return str(error["message"])
     if isinstance(error, str):
-        return _excerpt(error)
-    return _excerpt(response.text)
+        return error
+    return response.text
 
 
 def _excerpt(text: str) -> str:

@@ -209,9 +209,11 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     value = lower.get("retry-after-ms")
     if value is not None:
         try:
-            return max(0.0, float(value) / 1000)
+            millis = float(value)
         except ValueError:
-            pass
+            millis = math.nan
+        if math.isfinite(millis):
+            return max(0.0, millis / 1000)
     value = lower.get("retry-after")
     if value is None:
         return None
@@ -227,8 +229,11 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret (of four characters or more) replaced by ``***``."""
-    for secret in secrets:
+    """``text`` with every secret (of four characters or more) replaced by ``***``.
+
+    Longer secrets go first, so one that contains another is hidden whole.
+    """
+    for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) >= 4:
             text = text.replace(secret, "***")
     return text

@@ -114,7 +114,8 @@ class PythonTarget:
         except CallError:
             raise
         except TimeoutError as exc:
-            raise CallError("timeout", f"no answer within {self.params.timeout:g} s") from exc
+            said = f": {exc}" if str(exc) else ""
+            raise CallError("timeout", f"no answer within {self.params.timeout:g} s{said}") from exc
         except ConnectionError as exc:
             raise CallError("connection", f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # the per-case boundary: the user's code failed for this case

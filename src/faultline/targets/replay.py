@@ -42,22 +42,25 @@ class ReplayTarget:
         self.chosen = chosen or None
         self._answers: dict[tuple[str, int], Response] = {}
         models: dict[tuple[str, int], str | None] = {}
+        seen: set[str | None] = set()
         for batch in iter_response_batches(self.path):
-            for record in batch.responses:
+            for line, record in zip(batch.lines, batch.responses, strict=True):
+                seen.add(record.model)
                 if self.chosen is not None and record.model != self.chosen:
                     continue
                 key = (record.probe_id, record.sample)
                 if key in self._answers:
-                    raise UsageError(
-                        f"{self.path}: probe '{key[0]}' sample {key[1]} is answered more than once "
-                        f"(models {models[key]!r} and {record.model!r}); pick one model's answers "
-                        f"with replay:{path_text}#MODEL"
-                    )
+                    raise UsageError(_duplicate(self.path, line, key, models[key], record.model))
                 self._answers[key] = record
                 models[key] = record.model
+        if self.chosen is not None and not self._answers:
+            named = ", ".join(sorted(m for m in seen if m is not None)) or "none"
+            raise UsageError(
+                f"{self.path}: no answer is from model {self.chosen!r}; the file's models: {named}"
+            )
         self.sha256 = sha256_file(self.path)
-        named = {m for m in models.values() if m is not None}
-        self.answering = self.chosen or (named.pop() if len(named) == 1 else None)
+        answered = {m for m in models.values() if m is not None}
+        self.answering = self.chosen or (answered.pop() if len(answered) == 1 else None)
 
     def describe(self) -> dict[str, Any]:
         """The target as the report records it: the file's name and hash."""
@@ -78,9 +81,26 @@ class ReplayTarget:
             )
         if record.error is not None:
             raise CallError("exception", f"recorded error: {record.error}")
+        usage = record.usage
         return Completion(
-            text=record.response or "", model=record.model, finish_reason=record.finish_reason
+            text=record.response or "",
+            model=record.model,
+            finish_reason=record.finish_reason,
+            input_tokens=None if usage is None else usage.input_tokens,
+            output_tokens=None if usage is None else usage.output_tokens,
         )
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _duplicate(
+    path: Path, line: int, key: tuple[str, int], first: str | None, again: str | None
+) -> str:
+    where = f"{path}:{line}: probe '{key[0]}' sample {key[1]}"
+    if first == again:
+        return f"{where} is answered a second time; keep one answer per probe and sample"
+    return (
+        f"{where} is answered by more than one model ({first!r} and {again!r}); pick one "
+        f"model's answers with replay:{path}#MODEL"
+    )

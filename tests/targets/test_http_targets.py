@@ -1,0 +1,698 @@
+"""The API targets against a real HTTP server: what they send, what they return, how they fail."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from faultline.errors import UsageError
+from faultline.targets import (
+    CallError,
+    Completion,
+    GenerationParams,
+    Request,
+    TargetOptions,
+    open_target,
+    parse_retry_after,
+    redact,
+)
+from faultline.targets._http import HttpTarget, public_url
+from faultline.targets.anthropic import API_VERSION, DEFAULT_MAX_TOKENS, AnthropicTarget
+from faultline.targets.openai import OpenAITarget
+from tests.targets.fakeapi import COMPLIANCE, REFUSAL, FakeAPI, Fault, Logged
+
+KEY = "sk-test-0123456789abcdef"
+HEADER_SECRET = "gw-token-9876543210"
+PROVIDERS = ["openai", "anthropic"]
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both keys set to KEY, and no base URL from the environment of whoever runs the tests."""
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+def user(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
+
+
+def request(
+    prompt: str = "hello", *, sample: int = 0, params: GenerationParams | None = None
+) -> Request:
+    return Request("p-1", sample, (user(prompt),), params or GenerationParams())
+
+
+def target(provider: str, api: FakeAPI, params: GenerationParams | None = None) -> HttpTarget:
+    params = params or GenerationParams()
+    if provider == "openai":
+        return OpenAITarget("gpt-test", params, base_url=api.base_url)
+    return AnthropicTarget("claude-test", params, base_url=api.root_url)
+
+
+def run(t: HttpTarget, *requests: Request) -> list[Any]:
+    """Send the requests concurrently on one loop, close the target, return answers or errors."""
+
+    async def go() -> list[Any]:
+        try:
+            return await asyncio.gather(*(t.complete(r) for r in requests), return_exceptions=True)
+        finally:
+            await t.aclose()
+
+    return asyncio.run(go())
+
+
+def answer(t: HttpTarget, req: Request | None = None) -> Completion:
+    [result] = run(t, req or request())
+    assert isinstance(result, Completion), result
+    return result
+
+
+def failure(t: HttpTarget, req: Request | None = None) -> CallError:
+    [result] = run(t, req or request())
+    assert isinstance(result, CallError), result
+    return result
+
+
+def close(t: HttpTarget) -> None:
+    asyncio.run(t.aclose())
+
+
+def only(api: FakeAPI) -> Logged:
+    [logged] = api.log
+    return logged
+
+
+# --------------------------------------------------------------------------- OpenAI requests
+
+
+def test_openai_posts_only_model_and_messages_when_nothing_is_set(fake_api: FakeAPI) -> None:
+    answer(target("openai", fake_api), request("hello"))
+    logged = only(fake_api)
+    assert logged.path == "/v1/chat/completions"
+    assert logged.body == {"model": "gpt-test", "messages": [user("hello")]}
+
+
+def test_openai_sends_temperature_and_max_tokens_when_set(fake_api: FakeAPI) -> None:
+    params = GenerationParams(temperature=0.3, max_tokens=64)
+    answer(target("openai", fake_api, params), request(params=params))
+    body = only(fake_api).body
+    assert body["temperature"] == 0.3
+    assert body["max_tokens"] == 64
+
+
+def test_openai_sends_a_zero_temperature(fake_api: FakeAPI) -> None:
+    params = GenerationParams(temperature=0.0)
+    answer(target("openai", fake_api, params), request(params=params))
+    assert only(fake_api).body["temperature"] == 0.0
+
+
+@pytest.mark.parametrize("sample", [0, 1, 5])
+def test_openai_seed_is_the_run_seed_plus_the_sample(fake_api: FakeAPI, sample: int) -> None:
+    params = GenerationParams(seed=100)
+    answer(target("openai", fake_api, params), request(sample=sample, params=params))
+    assert only(fake_api).body["seed"] == 100 + sample
+
+
+def test_openai_sends_the_key_as_a_bearer_token(fake_api: FakeAPI) -> None:
+    answer(target("openai", fake_api))
+    assert only(fake_api).headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_openai_sends_a_conversation_as_it_is(fake_api: FakeAPI) -> None:
+    conversation = (
+        {"role": "system", "content": "You are terse."},
+        user("first"),
+        {"role": "assistant", "content": "ok"},
+        user("second"),
+    )
+    answer(target("openai", fake_api), Request("conv", 0, conversation))
+    assert only(fake_api).body["messages"] == [dict(m) for m in conversation]
+
+
+# --------------------------------------------------------------------------- Anthropic requests
+
+
+def test_anthropic_posts_model_messages_and_the_default_max_tokens(fake_api: FakeAPI) -> None:
+    answer(target("anthropic", fake_api), request("hello"))
+    logged = only(fake_api)
+    assert logged.path == "/v1/messages"
+    assert logged.body == {
+        "model": "claude-test",
+        "max_tokens": DEFAULT_MAX_TOKENS,
+        "messages": [user("hello")],
+    }
+    assert DEFAULT_MAX_TOKENS == 1024
+
+
+def test_anthropic_sends_temperature_and_max_tokens_when_set(fake_api: FakeAPI) -> None:
+    params = GenerationParams(temperature=0.7, max_tokens=32)
+    answer(target("anthropic", fake_api, params), request(params=params))
+    body = only(fake_api).body
+    assert body["temperature"] == 0.7
+    assert body["max_tokens"] == 32
+
+
+def test_anthropic_sends_no_seed(fake_api: FakeAPI) -> None:
+    params = GenerationParams(seed=3)
+    answer(target("anthropic", fake_api, params), request(params=params))
+    assert "seed" not in only(fake_api).body
+
+
+def test_anthropic_sends_the_key_and_version_headers(fake_api: FakeAPI) -> None:
+    answer(target("anthropic", fake_api))
+    headers = only(fake_api).headers
+    assert headers["x-api-key"] == KEY
+    assert headers["anthropic-version"] == API_VERSION
+    assert "authorization" not in headers
+
+
+def test_anthropic_moves_system_and_developer_turns_into_system(fake_api: FakeAPI) -> None:
+    conversation = (
+        {"role": "system", "content": "Be brief."},
+        {"role": "developer", "content": "Never swear."},
+        user("first"),
+        {"role": "assistant", "content": "ok"},
+        user("second"),
+    )
+    answer(target("anthropic", fake_api), Request("conv", 0, conversation))
+    body = only(fake_api).body
+    assert body["system"] == "Be brief.\n\nNever swear."
+    assert body["messages"] == [
+        user("first"),
+        {"role": "assistant", "content": "ok"},
+        user("second"),
+    ]
+
+
+def test_anthropic_sends_no_system_field_without_system_turns(fake_api: FakeAPI) -> None:
+    answer(target("anthropic", fake_api))
+    assert "system" not in only(fake_api).body
+
+
+# --------------------------------------------------------------------------- completions
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "finish_reason"),
+    [("openai", "gpt-test", "stop"), ("anthropic", "claude-test", "end_turn")],
+)
+def test_the_completion_carries_text_model_reason_and_tokens(
+    fake_api: FakeAPI, provider: str, model: str, finish_reason: str
+) -> None:
+    completion = answer(target(provider, fake_api), request("please [comply] now"))
+    assert completion == Completion(
+        text=COMPLIANCE,
+        model=model,
+        finish_reason=finish_reason,
+        input_tokens=3,
+        output_tokens=len(COMPLIANCE.split()),
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_default_answer_is_the_refusal(fake_api: FakeAPI, provider: str) -> None:
+    assert answer(target(provider, fake_api)).text == REFUSAL
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("concurrency", [1, 8, 20], ids=["one-pool", "full-pool", "sharded"])
+def test_concurrent_requests_each_get_their_own_answer(
+    fake_api: FakeAPI, provider: str, concurrency: int
+) -> None:
+    fake_api.answer = lambda body: "echo " + body["messages"][-1]["content"]
+    url = fake_api.base_url if provider == "openai" else fake_api.root_url
+    t = open_target(f"{provider}:m", options=TargetOptions(base_url=url, concurrency=concurrency))
+    prompts = [f"prompt {i}" for i in range(24)]
+    results = run(t, *(request(p) for p in prompts))
+    assert [r.text for r in results] == [f"echo {p}" for p in prompts]
+    key_header = "authorization" if provider == "openai" else "x-api-key"
+    assert all(KEY in logged.headers[key_header] for logged in fake_api.log)
+
+
+def openai_body(message: dict[str, Any], usage: Any = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": "gpt-test",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def test_openai_refusal_with_null_content_becomes_the_text(fake_api: FakeAPI) -> None:
+    fake_api.reply = lambda *_: openai_body(
+        {"role": "assistant", "content": None, "refusal": "I won't do that."}
+    )
+    assert answer(target("openai", fake_api)).text == "I won't do that."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"model": "gpt-test"},
+        {"choices": []},
+        {"choices": ["text"]},
+        {"choices": [{"finish_reason": "stop"}]},
+        openai_body({"role": "assistant", "content": None}),
+        openai_body({"role": "assistant", "content": None, "tool_calls": []}),
+        [],
+    ],
+    ids=[
+        "no-choices",
+        "empty-choices",
+        "choice-not-object",
+        "no-message",
+        "null-content",
+        "tool-calls-only",
+        "json-array",
+    ],
+)
+def test_openai_answer_without_text_is_malformed(fake_api: FakeAPI, reply: Any) -> None:
+    fake_api.reply = lambda *_: reply
+    error = failure(target("openai", fake_api))
+    assert error.kind == "malformed"
+    assert error.retryable
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [{"prompt_tokens": -1, "completion_tokens": True}, {"prompt_tokens": "3"}, "lots", []],
+)
+def test_openai_token_counts_that_are_not_counts_are_dropped(fake_api: FakeAPI, usage: Any) -> None:
+    fake_api.reply = lambda *_: openai_body({"content": "hi"}, usage)
+    completion = answer(target("openai", fake_api))
+    assert (completion.text, completion.input_tokens, completion.output_tokens) == (
+        "hi",
+        None,
+        None,
+    )
+
+
+def test_anthropic_joins_text_blocks_and_skips_others(fake_api: FakeAPI) -> None:
+    fake_api.reply = lambda *_: {
+        "type": "message",
+        "model": "claude-test",
+        "content": [
+            {"type": "text", "text": "Hello, "},
+            {"type": "tool_use", "id": "t1", "name": "x", "input": {}},
+            {"type": "text", "text": "world."},
+            {"type": "text", "text": None},
+        ],
+        "stop_reason": "max_tokens",
+    }
+    completion = answer(target("anthropic", fake_api))
+    assert completion.text == "Hello, world."
+    assert completion.finish_reason == "max_tokens"
+    assert completion.input_tokens is None
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
+        {"type": "message", "content": "plain text"},
+        {"type": "message"},
+    ],
+    ids=["error-object", "content-not-list", "no-content"],
+)
+def test_anthropic_answer_without_content_list_is_malformed(fake_api: FakeAPI, reply: Any) -> None:
+    fake_api.reply = lambda *_: reply
+    assert failure(target("anthropic", fake_api)).kind == "malformed"
+
+
+# --------------------------------------------------------------------------- failures
+
+FAULTS = [
+    # fault, kind, retryable, fatal, status
+    (Fault.error(429), "rate_limited", True, False, 429),
+    (Fault.error(500), "server_error", True, False, 500),
+    (Fault.error(502), "server_error", True, False, 502),
+    (Fault.error(503), "server_error", True, False, 503),
+    (Fault.error(408), "server_error", True, False, 408),
+    (Fault.malformed(), "malformed", True, False, None),
+    (Fault.drop(), "connection", True, False, None),
+    (Fault.error(400), "bad_request", False, False, 400),
+    (Fault.error(422), "bad_request", False, False, 422),
+    (Fault.error(401), "auth", False, True, 401),
+    (Fault.error(403), "auth", False, True, 403),
+    (Fault.error(404), "not_found", False, True, 404),
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("fault", "kind", "retryable", "fatal", "status"),
+    FAULTS,
+    ids=[f"{f.kind}-{f.status}" if f.kind == "status" else f.kind for f, *_ in FAULTS],
+)
+def test_each_fault_becomes_its_kind_of_call_error(  # noqa: PLR0917 - one parameter per table column
+    fake_api: FakeAPI,
+    provider: str,
+    fault: Fault,
+    kind: str,
+    retryable: bool,
+    fatal: bool,
+    status: int | None,
+) -> None:
+    fake_api.plan("boom", [fault])
+    error = failure(target(provider, fake_api), request("boom"))
+    assert (error.kind, error.retryable, error.fatal, error.status) == (
+        kind,
+        retryable,
+        fatal,
+        status,
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_status_error_message_has_the_status_and_the_server_message(
+    fake_api: FakeAPI, provider: str
+) -> None:
+    fake_api.plan("boom", [Fault.error(400)])
+    error = failure(target(provider, fake_api), request("boom"))
+    assert error.message == "HTTP 400: injected 400"
+    assert error.record() == {
+        "kind": "bad_request",
+        "message": "HTTP 400: injected 400",
+        "status": 400,
+    }
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_rate_limit_carries_retry_after_in_seconds(fake_api: FakeAPI, provider: str) -> None:
+    fake_api.plan("boom", [Fault.error(429, retry_after=0.2)])
+    assert failure(target(provider, fake_api), request("boom")).retry_after == 0.2
+
+
+def test_rate_limit_reads_retry_after_as_an_http_date(fake_api: FakeAPI) -> None:
+    fake_api.plan("boom", [Fault.error(429, retry_after=3600, retry_after_date=True)])
+    retry_after = failure(target("openai", fake_api), request("boom")).retry_after
+    assert retry_after is not None
+    assert 3500 < retry_after <= 3600
+
+
+def test_server_error_carries_retry_after_too(fake_api: FakeAPI) -> None:
+    fake_api.plan("boom", [Fault.error(503, retry_after=7)])
+    assert failure(target("openai", fake_api), request("boom")).retry_after == 7.0
+
+
+def test_rate_limit_without_retry_after_has_none(fake_api: FakeAPI) -> None:
+    fake_api.plan("boom", [Fault.error(429)])
+    assert failure(target("openai", fake_api), request("boom")).retry_after is None
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_answer_slower_than_the_timeout_is_a_timeout(fake_api: FakeAPI, provider: str) -> None:
+    params = GenerationParams(timeout=0.2)
+    fake_api.plan("slow", [Fault.slow(5)])
+    error = failure(target(provider, fake_api, params), request("slow", params=params))
+    assert error.kind == "timeout"
+    assert error.retryable
+    assert "0.2 s" in error.message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_next_request_succeeds_after_a_dropped_connection(
+    fake_api: FakeAPI, provider: str
+) -> None:
+    fake_api.plan("boom", [Fault.drop()])
+    t = target(provider, fake_api)
+
+    async def go() -> tuple[Any, Any]:
+        try:
+            first = await asyncio.gather(t.complete(request("boom")), return_exceptions=True)
+            return first[0], await t.complete(request("boom"))
+        finally:
+            await t.aclose()
+
+    first, second = asyncio.run(go())
+    assert isinstance(first, CallError)
+    assert first.kind == "connection"
+    assert second.text == REFUSAL
+
+
+def test_a_refused_connection_is_a_connection_error() -> None:
+    with FakeAPI() as api:
+        url = api.base_url
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=url)
+    error = failure(t)
+    assert error.kind == "connection"
+    assert error.retryable
+
+
+# --------------------------------------------------------------------------- keys and headers
+
+
+@pytest.mark.parametrize(
+    ("provider", "header"), [("openai", "authorization"), ("anthropic", "x-api-key")]
+)
+def test_the_key_comes_from_the_variable_api_key_env_names(
+    fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch, provider: str, header: str
+) -> None:
+    monkeypatch.setenv("MY_GATEWAY_KEY", "gateway-key-42")
+    url = fake_api.base_url if provider == "openai" else fake_api.root_url
+    options = TargetOptions(base_url=url, api_key_env="MY_GATEWAY_KEY")
+    t = open_target(f"{provider}:m", options=options)
+    assert isinstance(t, HttpTarget)
+    answer(t)
+    assert only(fake_api).headers[header].endswith("gateway-key-42")
+    assert "gateway-key-42" in t.secrets
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_openai_on_the_public_api_without_a_key_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    if value is None:
+        monkeypatch.delenv("OPENAI_API_KEY")
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", value)
+    with pytest.raises(UsageError, match=r"OPENAI_API_KEY.*--api-key-env"):
+        OpenAITarget("gpt-4o-mini", GenerationParams())
+
+
+def test_openai_names_the_chosen_variable_when_its_key_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    with pytest.raises(UsageError, match="NO_SUCH_KEY_VAR"):
+        open_target("openai:gpt-4o-mini", options=TargetOptions(api_key_env="NO_SUCH_KEY_VAR"))
+
+
+def test_anthropic_needs_a_key_even_for_a_local_server(
+    fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(UsageError, match="ANTHROPIC_API_KEY"):
+        AnthropicTarget("claude-test", GenerationParams(), base_url=fake_api.root_url)
+
+
+def test_openai_on_a_local_server_without_a_key_sends_no_authorization(
+    fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    t = target("openai", fake_api)
+    assert t.secrets == ()
+    answer(t)
+    assert "authorization" not in only(fake_api).headers
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable", "url"),
+    [("openai", "OPENAI_BASE_URL", "base_url"), ("anthropic", "ANTHROPIC_BASE_URL", "root_url")],
+)
+def test_the_base_url_comes_from_the_provider_variable(
+    fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch, provider: str, variable: str, url: str
+) -> None:
+    monkeypatch.setenv(variable, getattr(fake_api, url))
+    t = open_target(f"{provider}:m")
+    answer(t)
+    assert len(fake_api.log) == 1
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/v1", "127.0.0.1:8000/v1", "localhost"])
+def test_a_base_url_that_is_not_http_is_a_usage_error(url: str) -> None:
+    with pytest.raises(UsageError, match="--base-url"):
+        OpenAITarget("m", GenerationParams(), base_url=url)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_extra_headers_are_sent_and_are_secrets(fake_api: FakeAPI, provider: str) -> None:
+    params = GenerationParams(headers=(("X-Gateway-Token", HEADER_SECRET), ("X-Team", "red")))
+    t = target(provider, fake_api, params)
+    assert HEADER_SECRET in t.secrets
+    answer(t, request(params=params))
+    headers = only(fake_api).headers
+    assert headers["x-gateway-token"] == HEADER_SECRET
+    assert headers["x-team"] == "red"
+
+
+def echo_credentials(logged: Logged) -> str:
+    """An error message that repeats the request's credentials, as careless gateways do."""
+    h = logged.headers
+    return (
+        f"invalid credentials: authorization={h.get('authorization')} "
+        f"x-api-key={h.get('x-api-key')} token={h.get('x-gateway-token')}"
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("status", [400, 401, 429, 500])
+def test_secrets_echoed_by_the_server_never_reach_the_error(
+    fake_api: FakeAPI, provider: str, status: int
+) -> None:
+    params = GenerationParams(headers=(("X-Gateway-Token", HEADER_SECRET),))
+    fake_api.error_message = echo_credentials
+    fake_api.plan("boom", [Fault.error(status)])
+    error = failure(target(provider, fake_api, params), request("boom", params=params))
+    assert "invalid credentials" in error.message
+    assert KEY not in error.message
+    assert HEADER_SECRET not in error.message
+    assert KEY not in json.dumps(error.record())
+    assert "***" in error.message
+
+
+def test_a_secret_cut_by_the_message_limit_leaks_no_part_of_itself(fake_api: FakeAPI) -> None:
+    fake_api.error_message = lambda logged: "x" * 480 + " " + logged.headers["authorization"]
+    fake_api.plan("boom", [Fault.error(401)])
+    error = failure(target("openai", fake_api), request("boom"))
+    assert KEY[:8] not in error.message
+
+
+# --------------------------------------------------------------------------- describe
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_describe_names_the_target_and_no_secret(fake_api: FakeAPI, provider: str) -> None:
+    params = GenerationParams(headers=(("X-Gateway-Token", HEADER_SECRET),))
+    t = target(provider, fake_api, params)
+    close(t)
+    described = t.describe()
+    model = "gpt-test" if provider == "openai" else "claude-test"
+    url = fake_api.base_url if provider == "openai" else fake_api.root_url
+    assert described == {
+        "spec": f"{provider}:{model}",
+        "provider": provider,
+        "model": model,
+        "base_url": url,
+    }
+    text = json.dumps(described)
+    assert KEY not in text
+    assert HEADER_SECRET not in text
+
+
+@pytest.mark.parametrize(
+    ("given_url", "public"),
+    [
+        ("http://user:hunter22@127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("http://127.0.0.1:8000/v1?api-key=hunter22", "http://127.0.0.1:8000/v1"),
+        ("https://gateway.example/openai/v1/#frag", "https://gateway.example/openai/v1"),
+        ("https://GW.example:8443/v1/", "https://gw.example:8443/v1"),
+    ],
+)
+def test_describe_strips_userinfo_query_and_fragment(given_url: str, public: str) -> None:
+    t = OpenAITarget("m", GenerationParams(), base_url=given_url)
+    close(t)
+    assert t.describe()["base_url"] == public
+    assert "hunter22" not in json.dumps(t.describe())
+
+
+# --------------------------------------------------------------------------- parse_retry_after
+
+NOW = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Retry-After": "2"}, 2.0),
+        ({"Retry-After": "2.5"}, 2.5),
+        ({"retry-after": " 3 "}, 3.0),
+        ({"RETRY-AFTER": "4"}, 4.0),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"Retry-After-Ms": "20"}, 0.02),
+        ({"retry-after-ms": "250", "Retry-After": "9"}, 0.25),
+        ({"retry-after-ms": "soon", "Retry-After": "9"}, 9.0),
+        ({"Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT"}, 30.0),
+        ({"Retry-After": "Wed, 21 Oct 2015 07:27:00 GMT"}, 0.0),
+        ({"Retry-After": "-5"}, 0.0),
+        ({"retry-after-ms": "-100"}, 0.0),
+        ({"Retry-After": "soon"}, None),
+        ({"Retry-After": ""}, None),
+        ({"Retry-After": "inf"}, None),
+        ({"Retry-After": "nan"}, None),
+        ({"Retry-After": "Wed, 99 Foo 2015"}, None),
+        ({}, None),
+        ({"Content-Type": "application/json"}, None),
+    ],
+)
+def test_parse_retry_after(headers: dict[str, str], seconds: float | None) -> None:
+    assert parse_retry_after(headers, now=NOW) == seconds
+
+
+HEADER_NAMES = st.sampled_from(["Retry-After", "retry-after-ms", "retry-after", "RETRY-AFTER-MS"])
+
+
+@given(headers=st.dictionaries(HEADER_NAMES, st.text(max_size=40), max_size=2))
+@example(headers={"retry-after-ms": "nan"})
+@example(headers={"retry-after-ms": "-inf"})
+@example(headers={"Retry-After": "-nan"})
+@example(headers={"Retry-After": "Mon, 01 Jan 0001 00:00:00 GMT"})
+@example(headers={"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"})
+def test_parse_retry_after_is_never_negative_or_nan(headers: dict[str, str]) -> None:
+    seconds = parse_retry_after(headers)
+    assert seconds is None or (not math.isnan(seconds) and seconds >= 0)
+
+
+# --------------------------------------------------------------------------- redact
+
+SECRET_TEXT = st.text(alphabet=st.characters(blacklist_characters="*"), max_size=12)
+
+
+@given(data=st.data(), secrets=st.lists(SECRET_TEXT, max_size=4))
+def test_redact_never_leaves_a_secret_of_four_characters_or_more(
+    data: st.DataObject, secrets: list[str]
+) -> None:
+    pieces = st.one_of(st.text(max_size=8), st.sampled_from(secrets)) if secrets else st.text()
+    text = "".join(data.draw(st.lists(pieces, max_size=8)))
+    out = redact(text, secrets)
+    for secret in secrets:
+        if len(secret) >= 4:
+            assert secret not in out
+
+
+@given(text=st.text(), secrets=st.lists(st.text(max_size=3), max_size=4))
+def test_redact_leaves_text_alone_for_short_secrets(text: str, secrets: list[str]) -> None:
+    assert redact(text, secrets) == text
+
+
+def test_redact_replaces_every_occurrence() -> None:
+    assert redact("key=abcd, again abcd", ["abcd"]) == "key=***, again ***"
+
+
+def test_redact_hides_all_of_a_secret_that_contains_another() -> None:
+    assert redact("token abcd-efgh-ijkl", ["abcd", "abcd-efgh-ijkl"]) == "token ***"
+
+
+def test_a_base_url_query_stays_a_query_and_is_kept_secret(fake_api: FakeAPI) -> None:
+    query = "?api-version=2024-06-01&sig=s3cr3t-sig"
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=fake_api.base_url + query)
+    [answer] = run(t, request("hello [comply]"))
+    assert answer.text == COMPLIANCE
+    assert t.url("/chat/completions") == f"{fake_api.base_url}/chat/completions{query}"
+    assert "s3cr3t-sig" in t.secrets
+    assert "s3cr3t-sig" not in json.dumps(t.describe())
+
+
+def test_public_url_keeps_ipv6_brackets() -> None:
+    assert public_url("http://user:pw@[::1]:8000/v1/?k=v") == "http://[::1]:8000/v1"
