@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from faultline.errors import InputError, ResponseError
 from faultline.responses import Response, iter_response_batches, load_responses
+from faultline.responses.model import Usage
 from faultline.responses.loader import decode_chunk, iter_chunks
 from tests.conftest import write_jsonl
 
@@ -111,10 +112,19 @@ def test_empty_response_text_is_a_response(tmp_path: Path) -> None:
 
 
 def test_unknown_fields_are_ignored(tmp_path: Path) -> None:
-    row = {"probe_id": "a", "response": "x", "latency_ms": 12, "usage": {"tokens": 5}}
+    row = {"probe_id": "a", "response": "x", "latency_ms": 12, "meta": {"tokens": 5}}
     assert load_responses(write_jsonl(tmp_path / "r.jsonl", [row])) == [
         Response(probe_id="a", response="x")
     ]
+
+
+def test_usage_is_read_and_a_bad_usage_names_the_field(tmp_path: Path) -> None:
+    row = {"probe_id": "a", "response": "x", "usage": {"input_tokens": 5, "output_tokens": 2}}
+    [response] = load_responses(write_jsonl(tmp_path / "r.jsonl", [row]))
+    assert response.usage == Usage(input_tokens=5, output_tokens=2)
+    bad = {"probe_id": "a", "response": "x", "usage": {"input_tokens": "five"}}
+    with pytest.raises(ResponseError, match=r"r.jsonl:1: field 'usage'"):
+        load_responses(write_jsonl(tmp_path / "r.jsonl", [bad]))
 
 
 def test_blank_lines_are_skipped_and_later_lines_keep_their_numbers(tmp_path: Path) -> None:
