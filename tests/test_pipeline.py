@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,13 @@ def test_a_repeated_answer_names_both_lines(tmp_path: Path) -> None:
         score_files(probes, responses, None)
     assert info.value.line == 3
     assert "first at line 1" in str(info.value)
+
+
+def test_a_file_of_errors_only_reports_zero_coverage(tmp_path: Path, small_files: Any) -> None:
+    probes, _ = small_files
+    rows = [{"probe_id": p, "error": {"kind": "server_error"}} for p in ("inj-1", "wpn-1")]
+    run = score_files(probes, write_jsonl(tmp_path / "errors.jsonl", rows), tmp_path / "out")
+    counts = run.report.aggregate_metrics["counts"]
+    assert (counts["cases"], counts["scored"], counts["errors"]) == (2, 0, 2)
+    assert run.report.aggregate_metrics["overall"]["coverage"] == 0.0
+    assert run.report.aggregate_metrics["per_probe"]["errors"] == 2

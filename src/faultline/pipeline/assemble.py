@@ -72,7 +72,11 @@ class RunAssembly:
         c.passed.append(result.passed)
         c.risk.append(result.risk)
         mapping = self.verdicts.merge(result.verdicts)
-        c.verdict.append(np.where(result.verdict >= 0, mapping[np.maximum(result.verdict, 0)], -1))
+        # Error cases keep -1; a chunk of errors only has an empty mapping, so index by mask.
+        verdict = np.full_like(result.verdict, -1)
+        known = result.verdict >= 0
+        verdict[known] = mapping[result.verdict[known]]
+        c.verdict.append(verdict)
         c.json.extend(result.json)
         self.metrics.merge(result.metrics)
 

@@ -153,6 +153,8 @@ class Journal:
         existed = path.exists()
         db = _connect(path)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if existed else {}
+        if meta and not resume and not recorded_count(directory):
+            meta = {}  # a run that recorded nothing (stopped by a rejected key, say) starts over
         if meta and not resume:
             db.close()
             recorded = recorded_count(directory)
