@@ -219,10 +219,11 @@ class _Engine:
 
     async def send(self, request: Request) -> Completion:
         await self.backoff.wait_if_paused()
-        estimate = request.estimated_tokens()
         if self.requests is not None:
             await self.requests.acquire()
+        estimate = 0
         if self.tokens is not None:
+            estimate = request.estimated_tokens()
             await self.tokens.acquire(estimate)
         completion = await self.target.complete(request)
         if self.tokens is not None and completion.input_tokens is not None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
-import math
 import os
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
+import msgspec
 
 from faultline.errors import UsageError
 from faultline.targets.base import CallError, FailureKind, GenerationParams, parse_retry_after
@@ -19,7 +18,9 @@ __all__ = ["HttpTarget", "api_key", "public_url", "token_count"]
 
 _FATAL = {401: "auth", 403: "auth", 404: "not_found"}
 _MAX_MESSAGE = 500
-_POOL_SIZE = 8
+_JSON_HEADERS = {"Content-Type": "application/json"}
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 
 def api_key(env_name: str, *, required: bool, provider: str) -> str | None:
@@ -93,11 +94,10 @@ class HttpTarget:
             + userinfo
         )
         # httpcore scans its whole pool on every request (an idle check and a poll() per
-        # connection), so one pool of 64 connections costs ~1 ms a request. Several small
-        # pools, used in turn, keep that scan short: see docs/benchmarks.md.
-        shards = max(1, math.ceil(concurrency / _POOL_SIZE))
-        size = math.ceil(concurrency / shards)
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        # connection), so one pool of 64 connections costs about a millisecond a request.
+        # Instead: one single-connection client per request in flight, taken from a free
+        # list, so there is nothing to scan (docs/design/0004-run-journal.md).
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         tls = httpx.create_ssl_context()  # one context: loading the CA bundle takes ~40 ms
         self._clients = [
             httpx.AsyncClient(
@@ -108,9 +108,11 @@ class HttpTarget:
                 follow_redirects=False,
                 trust_env=False,
             )
-            for _ in range(shards)
+            for _ in range(max(1, concurrency))
         ]
-        self._turn = itertools.cycle(self._clients)
+        self._free: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
+        for client in self._clients:
+            self._free.put_nowait(client)
 
     def url(self, path: str) -> str:
         """The URL of an API path: joined to the base URL's path, before its query."""
@@ -133,22 +135,26 @@ class HttpTarget:
             CallError: The network failed, the server answered an error status, or the
                 body is not a JSON object.
         """
-        client = next(self._turn)
+        client = await self._free.get()
         try:
             # httpx's timeout bounds each step (connect, each read); this bounds the request.
             async with asyncio.timeout(self.params.timeout):
-                response = await client.post(self.url(path), json=body)
+                response = await client.post(
+                    self.url(path), content=_encode(body), headers=_JSON_HEADERS
+                )
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise self._failure(
                 "timeout", f"no answer within {self.params.timeout:g} s", exc
             ) from exc
         except httpx.TransportError as exc:
             raise self._failure("connection", f"connection failed: {exc}", exc) from exc
+        finally:
+            self._free.put_nowait(client)
         if response.status_code >= 400:
             raise self._status_failure(response)
         try:
-            data = response.json()
-        except ValueError as exc:
+            data = _decode(response.content)
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise self._failure(
                 "malformed", f"the body is not JSON: {_excerpt(self.redact(response.text))}", exc
             ) from exc
