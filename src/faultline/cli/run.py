@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,6 +11,10 @@ from faultline.cli._console import err, out, run_progress
 from faultline.cli._options import parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
 from faultline.errors import UsageError
+
+if TYPE_CHECKING:
+    from faultline.runner import RunnerConfig
+    from faultline.targets import GenerationParams
 
 
 def _target_options(func: Any) -> Any:
@@ -192,35 +196,15 @@ def run_command(**o: Any) -> int:
     """
     from faultline.calibration.attach import load_calibration
     from faultline.report.gates import evaluate_gates, parse_gate
-    from faultline.runner import Prices, RunnerConfig, run_probes
+    from faultline.runner import Prices, run_probes
     from faultline.runner.journal import JOURNAL_NAME, recorded_count
-    from faultline.targets import GenerationParams, TargetOptions
+    from faultline.targets import TargetOptions
 
     config = parse_config(
         o["pass_threshold"], o["severity_weights"], rules_only=o["rules_only"], learned=o["learned"]
     )
     gates = [parse_gate(g) for g in o["fail_on"]]
-    if o["retry_errors"] and not o["resume"]:
-        raise UsageError(
-            "--retry-errors goes with --resume (it re-sends a recorded run's error cases)"
-        )
-    if (o["price_in"] is None) != (o["price_out"] is None):
-        raise UsageError("give both --price-in and --price-out, or neither")
-    params = GenerationParams(
-        system=o["system"],
-        temperature=o["temperature"],
-        max_tokens=o["max_tokens"],
-        seed=o["request_seed"],
-        headers=tuple(_header(h) for h in o["headers"]),
-        timeout=o["timeout"],
-    )
-    runner = RunnerConfig(
-        concurrency=o["concurrency"],
-        rpm=o["rpm"],
-        tpm=o["tpm"],
-        retries=o["retries"],
-        seed=o["seed"],
-    )
+    params, runner = _request_options(o)
     prices = None if o["price_in"] is None else Prices(o["price_in"], o["price_out"])
     attached = None if o["calibration"] is None else load_calibration(o["calibration"])
     start = time.perf_counter()
@@ -262,6 +246,35 @@ def run_command(**o: Any) -> int:
         render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
     )
     return 3 if tripped else 1 if gate_tripped else 0
+
+
+def _request_options(o: dict[str, Any]) -> tuple[GenerationParams, RunnerConfig]:
+    """How requests are sent, and how hard the runner pushes, from the options."""
+    from faultline.runner import RunnerConfig
+    from faultline.targets import GenerationParams
+
+    if o["retry_errors"] and not o["resume"]:
+        raise UsageError(
+            "--retry-errors goes with --resume (it re-sends a recorded run's error cases)"
+        )
+    if (o["price_in"] is None) != (o["price_out"] is None):
+        raise UsageError("give both --price-in and --price-out, or neither")
+    params = GenerationParams(
+        system=o["system"],
+        temperature=o["temperature"],
+        max_tokens=o["max_tokens"],
+        seed=o["request_seed"],
+        headers=tuple(_header(h) for h in o["headers"]),
+        timeout=o["timeout"],
+    )
+    runner = RunnerConfig(
+        concurrency=o["concurrency"],
+        rpm=o["rpm"],
+        tpm=o["tpm"],
+        retries=o["retries"],
+        seed=o["seed"],
+    )
+    return params, runner
 
 
 def _header(text: str) -> tuple[str, str]:
