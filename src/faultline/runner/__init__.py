@@ -19,6 +19,7 @@ No file in it holds an API key or a header value.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,8 @@ def run_probes(
     pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
     params = params or GenerationParams()
     runner = runner or RunnerConfig(seed=seed)
+    if runner.seed is None:
+        runner = dataclasses.replace(runner, seed=seed)
     opened = (
         target
         if not isinstance(target, str)
@@ -299,9 +302,14 @@ def _execution(
     params: GenerationParams,
     prices: Prices | None,
 ) -> dict[str, Any]:
-    """The report's ``run.execution``: how the answers were collected, over every sitting."""
-    tokens_in = sum(e.input_tokens or 0 for e in entries)
-    tokens_out = sum(e.output_tokens or 0 for e in entries)
+    """The report's ``run.execution``: how the answers were collected, over every sitting.
+
+    Tokens and cost count what was sent; answers taken from the cache cost nothing this run,
+    and their tokens are counted apart.
+    """
+    sent = [e for e in entries if not e.cached]
+    tokens_in = sum(e.input_tokens or 0 for e in sent)
+    tokens_out = sum(e.output_tokens or 0 for e in sent)
     attempts = sum(e.attempts for e in entries)
     cost = None
     if prices is not None:
@@ -324,9 +332,9 @@ def _execution(
         "usage": {
             "input_tokens": tokens_in,
             "output_tokens": tokens_out,
-            "cases_without_usage": sum(
-                e.error is None and not e.cached and e.input_tokens is None for e in entries
-            ),
+            "cases_without_usage": sum(e.error is None and e.input_tokens is None for e in sent),
+            "cached_input_tokens": sum(e.input_tokens or 0 for e in entries if e.cached),
+            "cached_output_tokens": sum(e.output_tokens or 0 for e in entries if e.cached),
         },
         "cost": cost,
     }

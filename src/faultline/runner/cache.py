@@ -35,8 +35,11 @@ CREATE TABLE IF NOT EXISTS answers (
 def cache_key(target: Mapping[str, Any], request: Mapping[str, Any], sample: int) -> str:
     """The cache key of one request: what was asked, of whom, and which sample."""
     who = {k: target.get(k) for k in ("provider", "model", "base_url")}
+    asked = {
+        k: v for k, v in request.items() if k != "timeout"
+    }  # how long we wait is not what we ask
     blob = json.dumps(
-        {"v": 1, "target": who, "request": dict(request), "sample": sample},
+        {"v": 2, "target": who, "request": asked, "sample": sample},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

@@ -54,6 +54,16 @@ _COLUMNS = (
     "probe_id, sample, response, model, finish_reason, error, input_tokens, output_tokens, "
     "attempts, cached, latency_s, request, recorded_at"
 )
+# A case sent again (--retry-errors) replaces its outcome but adds its attempts, so the run's
+# request count covers every sitting.
+_UPDATED = ", ".join(
+    f"{c} = excluded.{c}" if c != "attempts" else "attempts = cases.attempts + excluded.attempts"
+    for c in _COLUMNS.replace(" ", "").split(",")[2:]
+)
+_UPSERT = (
+    f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 13)}) "
+    f"ON CONFLICT (probe_id, sample) DO UPDATE SET {_UPDATED}"
+)
 
 
 @dataclass(frozen=True)
@@ -228,10 +238,7 @@ class Journal:
                 continue
             try:
                 with self._db:
-                    self._db.executemany(
-                        f"INSERT OR REPLACE INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 13)})",
-                        [e.row() for e in batch],
-                    )
+                    self._db.executemany(_UPSERT, [e.row() for e in batch])
             except BaseException as exc:  # disk full, I/O error: surfaced to the runner
                 self._failure = exc
                 return

@@ -1,0 +1,186 @@
+"""The response cache: answers reused across run directories, misses when anything changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from faultline.runner.cache import CACHE_NAME
+from faultline.targets import GenerationParams
+from tests.runner.support import (
+    cases,
+    fast,
+    files_containing,
+    ids,
+    journal_rows,
+    run,
+    sent_per_probe,
+    tag,
+    write_probes,
+)
+from tests.targets.fakeapi import FakeAPI, Fault
+
+
+def test_a_second_run_with_the_same_cache_sends_nothing(fake_api: FakeAPI, tmp_path: Path) -> None:
+    probes = write_probes(tmp_path, 4)
+    cache = tmp_path / "cache"
+    first = run(fake_api, probes, tmp_path / "one", cache=cache)
+    assert first.execution["cached"] == 0
+    assert len(fake_api.log) == 4
+
+    second = run(fake_api, probes, tmp_path / "two", cache=cache)
+
+    assert len(fake_api.log) == 4  # nothing more was sent
+    assert (cache / CACHE_NAME).is_file()
+    assert second.execution["cached"] == 4
+    assert second.execution["requests"] == 0
+    assert second.execution["retries"] == 0
+    assert second.sitting.cached == 4
+    usage = first.execution["usage"]
+    assert second.execution["usage"] == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cases_without_usage": 0,
+        "cached_input_tokens": usage["input_tokens"],
+        "cached_output_tokens": usage["output_tokens"],
+    }
+    assert all(r["cached"] == 1 and r["attempts"] == 0 for r in journal_rows(tmp_path / "two"))
+    one, two = cases(tmp_path / "one"), cases(tmp_path / "two")
+    assert {k: c["response"] for k, c in two.items()} == {k: c["response"] for k, c in one.items()}
+    assert {k: c["status"] for k, c in two.items()} == {k: c["status"] for k, c in one.items()}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"params": GenerationParams(temperature=0.9)},
+        {"params": GenerationParams(seed=3)},
+        {"params": GenerationParams(system="Be helpful.")},
+        {"target": "openai:another-model"},
+    ],
+    ids=["temperature", "seed", "system-prompt", "model"],
+)
+def test_a_changed_request_misses_the_cache(
+    fake_api: FakeAPI, tmp_path: Path, change: dict[str, Any]
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    cache = tmp_path / "cache"
+    run(fake_api, probes, tmp_path / "one", cache=cache)
+
+    changed = run(fake_api, probes, tmp_path / "two", cache=cache, **change)
+
+    assert changed.execution["cached"] == 0
+    assert changed.execution["requests"] == 3
+    assert sent_per_probe(fake_api, ids(3)) == {"p0": 2, "p1": 2, "p2": 2}
+
+
+def test_a_sample_is_reused_only_as_the_same_sample(fake_api: FakeAPI, tmp_path: Path) -> None:
+    probes = write_probes(tmp_path, 3)
+    cache = tmp_path / "cache"
+    run(fake_api, probes, tmp_path / "one", cache=cache)
+
+    more = run(fake_api, probes, tmp_path / "two", cache=cache, samples=2)
+
+    assert more.execution["cached"] == 3  # sample 0 of each probe
+    assert more.execution["requests"] == 3  # sample 1 of each probe was asked for
+    assert sent_per_probe(fake_api, ids(3)) == {"p0": 2, "p1": 2, "p2": 2}
+    cached = {
+        (r["probe_id"], r["sample"]): bool(r["cached"]) for r in journal_rows(tmp_path / "two")
+    }
+    assert cached == {(p, k): k == 0 for p in ids(3) for k in range(2)}
+
+
+def test_errors_are_not_cached(fake_api: FakeAPI, tmp_path: Path) -> None:
+    probes = write_probes(tmp_path, 3)
+    cache = tmp_path / "cache"
+    fake_api.plan(tag("p1"), [Fault.error(400)])
+    fake_api.plan(tag("p2"), [Fault.error(500)] * 2)
+    first = run(fake_api, probes, tmp_path / "one", cache=cache, runner=fast(retries=1))
+    assert first.execution["errors"] == 2
+    before = sent_per_probe(fake_api, ids(3))
+
+    second = run(fake_api, probes, tmp_path / "two", cache=cache)
+
+    after = sent_per_probe(fake_api, ids(3))
+    assert {p: after[p] - before[p] for p in after} == {"p0": 0, "p1": 1, "p2": 1}
+    assert second.execution["cached"] == 1
+    assert second.execution["errors"] == 0
+    assert all(c["status"] == "pass" for c in cases(tmp_path / "two").values())
+
+
+def test_the_cache_holds_no_key_and_no_header_value(
+    fake_api: FakeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cache-test-key-777")
+    params = GenerationParams(headers=(("X-Secret", "hunter2-value"),))
+    cache = tmp_path / "cache"
+    probes = write_probes(tmp_path, 3)
+    run(fake_api, probes, tmp_path / "one", cache=cache, params=params)
+    second = run(fake_api, probes, tmp_path / "two", cache=cache, params=params)
+    assert second.execution["cached"] == 3  # the cache was written and used
+
+    assert {r.headers.get("authorization") for r in fake_api.log} == {
+        "Bearer sk-cache-test-key-777"
+    }
+    for secret in ("sk-cache-test-key-777", "hunter2-value"):
+        assert files_containing(cache, secret) == []
+        assert files_containing(tmp_path / "one", secret) == []
+        assert files_containing(tmp_path / "two", secret) == []
+
+
+def test_a_different_header_value_still_hits_the_cache(
+    fake_api: FakeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Header values are secrets (e.g. a gateway token): they are not part of the key.
+    probes = write_probes(tmp_path, 2)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-first-key-0001")
+    run(
+        fake_api,
+        probes,
+        tmp_path / "one",
+        cache=cache,
+        params=GenerationParams(headers=(("X-Gw", "a1b2c3"),)),
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-second-key-0002")
+
+    second = run(
+        fake_api,
+        probes,
+        tmp_path / "two",
+        cache=cache,
+        params=GenerationParams(headers=(("X-Gw", "z9y8x7"),)),
+    )
+
+    assert second.execution["cached"] == 2
+    assert len(fake_api.log) == 2
+
+
+def test_resume_and_the_cache_together(fake_api: FakeAPI, tmp_path: Path) -> None:
+    probes = write_probes(tmp_path, 3)
+    cache = tmp_path / "cache"
+    run(fake_api, probes, tmp_path / "one", cache=cache)
+    out = tmp_path / "two"
+    first = run(fake_api, probes, out, cache=cache)
+
+    again = run(fake_api, probes, out, cache=cache, resume=True)
+
+    assert len(fake_api.log) == 3
+    assert first.execution["cached"] == 3
+    assert again.execution["cached"] == 3
+    assert again.sitting.total == 0
+
+
+def test_another_timeout_still_hits_the_cache(fake_api: FakeAPI, tmp_path: Path) -> None:
+    probes = write_probes(tmp_path, 2)
+    cache = tmp_path / "cache"
+    run(fake_api, probes, tmp_path / "one", cache=cache, params=GenerationParams(timeout=30))
+
+    second = run(
+        fake_api, probes, tmp_path / "two", cache=cache, params=GenerationParams(timeout=60)
+    )
+
+    assert second.execution["cached"] == 2
+    assert len(fake_api.log) == 2
