@@ -1,8 +1,9 @@
 """Runner overhead: ``faultline run`` against a zero-latency local OpenAI-compatible server.
 
-The server (tests/targets/fakeapi.py) runs in its own process and answers at once, so what is
-measured is the runner: pacing, the HTTP client, JSON, the journal's group commits and the
-progress counters. Prints one JSON line: requests per second over the sending phase (scoring
+The server (tests/targets/fakeapi.py) runs in its own process, with the garbage collector
+off so that it never pauses, and answers at once, so what is measured is the runner: pacing,
+the HTTP client, JSON, the journal's group commits and the progress counters. Prints one
+JSON line: requests per second over the sending phase (scoring
 is measured by the end-to-end benchmark), and the whole command's time.
 
     python bench/runner_overhead.py --requests 20000 --concurrency 64

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from faultline.errors import InputError, ResponseError
 from faultline.responses import Response, iter_response_batches, load_responses
-from faultline.responses.model import Usage
 from faultline.responses.loader import decode_chunk, iter_chunks
+from faultline.responses.model import Usage
 from tests.conftest import write_jsonl
 
 CHUNK_SIZES = [1, 2, 3, 7, 64, 4096]

@@ -292,7 +292,12 @@ async def _send(
 
 
 if __name__ == "__main__":
+    import gc
     import sys
+
+    # Standalone, it is the benchmark's server: its log only grows, and full collections
+    # over it would pause every request in flight and measure the server, not the runner.
+    gc.disable()
 
     with FakeAPI(port=int(sys.argv[1]) if len(sys.argv) > 1 else 8765) as api:
         print(api.base_url, flush=True)

@@ -1,4 +1,4 @@
-"""The HTTP side of the API targets: one pooled client, and failures sorted into kinds."""
+"""The HTTP side of the API targets: pooled connections, and failures sorted into kinds."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import httpx
 import msgspec
 
+from faultline._version import __version__
 from faultline.errors import UsageError
 from faultline.targets.base import CallError, FailureKind, GenerationParams, parse_retry_after
 from faultline.targets.base import redact as redact_secrets
@@ -18,7 +19,6 @@ __all__ = ["HttpTarget", "api_key", "public_url", "token_count"]
 
 _FATAL = {401: "auth", 403: "auth", 404: "not_found"}
 _MAX_MESSAGE = 500
-_JSON_HEADERS = {"Content-Type": "application/json"}
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
@@ -95,24 +95,26 @@ class HttpTarget:
         )
         # httpcore scans its whole pool on every request (an idle check and a poll() per
         # connection), so one pool of 64 connections costs about a millisecond a request.
-        # Instead: one single-connection client per request in flight, taken from a free
-        # list, so there is nothing to scan (docs/design/0004-run-journal.md).
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        # Instead: one single-connection transport per request in flight, taken from a free
+        # list, so there is nothing to scan; and requests go to the transport directly, since
+        # a client's cookie, redirect and auth machinery is not needed here
+        # (docs/design/0004-run-journal.md).
         tls = httpx.create_ssl_context()  # one context: loading the CA bundle takes ~40 ms
-        self._clients = [
-            httpx.AsyncClient(
-                headers=headers,
-                timeout=httpx.Timeout(params.timeout),
-                limits=limits,
-                verify=tls,
-                follow_redirects=False,
-                trust_env=False,
+        self._headers = {
+            "User-Agent": f"faultline/{__version__}",
+            **headers,
+            "Content-Type": "application/json",
+        }
+        self._timeouts = httpx.Timeout(params.timeout).as_dict()
+        self._transports = [
+            httpx.AsyncHTTPTransport(
+                verify=tls, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
             )
             for _ in range(max(1, concurrency))
         ]
-        self._free: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
-        for client in self._clients:
-            self._free.put_nowait(client)
+        self._free: asyncio.LifoQueue[httpx.AsyncHTTPTransport] = asyncio.LifoQueue()
+        for transport in self._transports:
+            self._free.put_nowait(transport)
 
     def url(self, path: str) -> str:
         """The URL of an API path: joined to the base URL's path, before its query."""
@@ -135,13 +137,22 @@ class HttpTarget:
             CallError: The network failed, the server answered an error status, or the
                 body is not a JSON object.
         """
-        client = await self._free.get()
+        transport = await self._free.get()
+        request = httpx.Request(
+            "POST",
+            self.url(path),
+            headers=self._headers,
+            content=_encode(body),
+            extensions={"timeout": self._timeouts},
+        )
         try:
             # httpx's timeout bounds each step (connect, each read); this bounds the request.
             async with asyncio.timeout(self.params.timeout):
-                response = await client.post(
-                    self.url(path), content=_encode(body), headers=_JSON_HEADERS
-                )
+                response = await transport.handle_async_request(request)
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise self._failure(
                 "timeout", f"no answer within {self.params.timeout:g} s", exc
@@ -149,7 +160,7 @@ class HttpTarget:
         except httpx.TransportError as exc:
             raise self._failure("connection", f"connection failed: {exc}", exc) from exc
         finally:
-            self._free.put_nowait(client)
+            self._free.put_nowait(transport)
         if response.status_code >= 400:
             raise self._status_failure(response)
         try:
@@ -194,8 +205,8 @@ class HttpTarget:
 
     async def aclose(self) -> None:
         """Close the connection pools."""
-        for client in self._clients:
-            await client.aclose()
+        for transport in self._transports:
+            await transport.aclose()
 
 
 def token_count(value: object) -> int | None:
