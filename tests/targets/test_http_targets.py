@@ -26,6 +26,8 @@ from faultline.targets import (
 from faultline.targets._http import HttpTarget, public_url
 from faultline.targets.anthropic import API_VERSION, DEFAULT_MAX_TOKENS, AnthropicTarget
 from faultline.targets.openai import OpenAITarget
+from tests.targets import calls
+from tests.targets.calls import run
 from tests.targets.fakeapi import COMPLIANCE, REFUSAL, FakeAPI, Fault, Logged
 
 KEY = "sk-test-0123456789abcdef"
@@ -59,28 +61,12 @@ def target(provider: str, api: FakeAPI, params: GenerationParams | None = None) 
     return AnthropicTarget("claude-test", params, base_url=api.root_url)
 
 
-def run(t: HttpTarget, *requests: Request) -> list[Any]:
-    """Send the requests concurrently on one loop, close the target, return answers or errors."""
-
-    async def go() -> list[Any]:
-        try:
-            return await asyncio.gather(*(t.complete(r) for r in requests), return_exceptions=True)
-        finally:
-            await t.aclose()
-
-    return asyncio.run(go())
+def answer(t: Any, req: Request | None = None) -> Completion:
+    return calls.answer(t, req or request())
 
 
-def answer(t: HttpTarget, req: Request | None = None) -> Completion:
-    [result] = run(t, req or request())
-    assert isinstance(result, Completion), result
-    return result
-
-
-def failure(t: HttpTarget, req: Request | None = None) -> CallError:
-    [result] = run(t, req or request())
-    assert isinstance(result, CallError), result
-    return result
+def failure(t: Any, req: Request | None = None) -> CallError:
+    return calls.failure(t, req or request())
 
 
 def close(t: HttpTarget) -> None:

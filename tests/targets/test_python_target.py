@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import sys
@@ -23,6 +22,8 @@ from faultline.targets import (
     open_target,
 )
 from faultline.targets.python import PythonTarget
+from tests.targets import calls
+from tests.targets.calls import run
 
 _names = itertools.count()
 
@@ -55,28 +56,12 @@ def request(
     )
 
 
-def run(target: PythonTarget, *requests: Request) -> list[Any]:
-    async def go() -> list[Any]:
-        try:
-            return await asyncio.gather(
-                *(target.complete(r) for r in requests), return_exceptions=True
-            )
-        finally:
-            await target.aclose()
-
-    return asyncio.run(go())
+def answer(t: Any, req: Request | None = None) -> Completion:
+    return calls.answer(t, req or request())
 
 
-def answer(target: PythonTarget, req: Request | None = None) -> Completion:
-    [result] = run(target, req or request())
-    assert isinstance(result, Completion), result
-    return result
-
-
-def failure(target: PythonTarget, req: Request | None = None) -> CallError:
-    [result] = run(target, req or request())
-    assert isinstance(result, CallError), result
-    return result
+def failure(t: Any, req: Request | None = None) -> CallError:
+    return calls.failure(t, req or request())
 
 
 def target(write_module: Write, source: str, fn: str = "generate", **kw: Any) -> PythonTarget:

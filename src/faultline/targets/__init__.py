@@ -89,24 +89,16 @@ def open_target(
         )
     if provider in {"python", "replay"} and (options.base_url or options.api_key_env):
         raise UsageError(f"--base-url and --api-key-env apply to API targets, not {provider}:")
-    if provider == "openai":
+    if provider in {"openai", "anthropic"}:
+        from faultline.targets.anthropic import AnthropicTarget
         from faultline.targets.openai import OpenAITarget
 
-        return OpenAITarget(
+        api = OpenAITarget if provider == "openai" else AnthropicTarget
+        return api(
             model,
             params,
             base_url=options.base_url,
-            api_key_env=options.api_key_env or "OPENAI_API_KEY",
-            concurrency=options.concurrency,
-        )
-    if provider == "anthropic":
-        from faultline.targets.anthropic import AnthropicTarget
-
-        return AnthropicTarget(
-            model,
-            params,
-            base_url=options.base_url,
-            api_key_env=options.api_key_env or "ANTHROPIC_API_KEY",
+            api_key_env=options.api_key_env,
             concurrency=options.concurrency,
         )
     if provider == "python":

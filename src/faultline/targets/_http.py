@@ -51,32 +51,46 @@ def public_url(url: str) -> str:
 
 
 class HttpTarget:
-    """A target reached over HTTP: a pooled ``httpx.AsyncClient`` and error sorting.
+    """A target reached over HTTP: endpoint, key, pooled connections, failures sorted.
+
+    A provider subclass sets the class attributes and writes :meth:`auth_headers` and
+    ``complete``.
 
     Args:
-        provider: The provider name, for messages.
         model: The model to ask for.
-        base_url: The API's base URL.
         params: How requests are sent (its ``timeout`` and ``headers`` are used here).
-        auth_headers: Headers carrying the key.
+        base_url: The API's base URL (default: the ``base_url_env`` variable, else
+            ``default_base_url``).
+        api_key_env: The environment variable holding the key (default: ``key_env``).
         concurrency: The most requests in flight (sizes the connection pool).
-        key: The API key, kept out of every message.
+
+    Raises:
+        UsageError: The URL is not http(s), or a required key is missing.
     """
+
+    provider: str
+    default_base_url: str
+    base_url_env: str
+    key_env: str
+    key_required_for_any_url = False
+    """Whether every endpoint needs a key (otherwise only the public API does)."""
 
     def __init__(
         self,
-        provider: str,
         model: str,
-        *,
-        base_url: str,
         params: GenerationParams,
-        auth_headers: dict[str, str],
-        concurrency: int,
-        key: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 8,
     ) -> None:
+        base_url = base_url or os.environ.get(self.base_url_env) or self.default_base_url
+        required = self.key_required_for_any_url or base_url.rstrip("/") == self.default_base_url
+        key = api_key(api_key_env or self.key_env, required=required, provider=self.provider)
+        auth_headers = self.auth_headers(key)
+        provider = self.provider
         if urlsplit(base_url).scheme not in {"http", "https"}:
             raise UsageError(f"--base-url: got {base_url!r}, expected an http:// or https:// URL")
-        self.provider = provider
         self.model = model
         self.spec = f"{provider}:{model}"
         self.base_url = base_url.rstrip("/")
@@ -115,6 +129,10 @@ class HttpTarget:
         self._free: asyncio.LifoQueue[httpx.AsyncHTTPTransport] = asyncio.LifoQueue()
         for transport in self._transports:
             self._free.put_nowait(transport)
+
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        """The headers that carry the key (``key`` is ``None`` when there is none)."""
+        raise NotImplementedError
 
     def url(self, path: str) -> str:
         """The URL of an API path: joined to the base URL's path, before its query."""

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from faultline.targets._http import HttpTarget, api_key, token_count
-from faultline.targets.base import CallError, Completion, GenerationParams, Request
+from faultline.targets._http import HttpTarget, token_count
+from faultline.targets.base import CallError, Completion, Request
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_MAX_TOKENS", "AnthropicTarget"]
 
@@ -30,28 +29,15 @@ class AnthropicTarget(HttpTarget):
         concurrency: The most requests in flight.
     """
 
-    def __init__(
-        self,
-        model: str,
-        params: GenerationParams,
-        *,
-        base_url: str | None = None,
-        api_key_env: str = "ANTHROPIC_API_KEY",
-        concurrency: int = 8,
-    ) -> None:
-        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        key = api_key(api_key_env, required=True, provider="anthropic")
-        assert key is not None  # required=True raises instead
-        auth = {"x-api-key": key, "anthropic-version": API_VERSION}
-        super().__init__(
-            "anthropic",
-            model,
-            base_url=url,
-            params=params,
-            auth_headers=auth,
-            concurrency=concurrency,
-            key=key,
-        )
+    provider = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    base_url_env = "ANTHROPIC_BASE_URL"
+    key_env = "ANTHROPIC_API_KEY"
+    key_required_for_any_url = True
+
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        """The key and the API version."""
+        return {"x-api-key": key or "", "anthropic-version": API_VERSION}
 
     async def complete(self, request: Request) -> Completion:
         """Ask for one message."""

@@ -6,11 +6,10 @@ gateways in front of them: ``POST {base_url}/chat/completions``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from faultline.targets._http import HttpTarget, api_key, token_count
-from faultline.targets.base import CallError, Completion, GenerationParams, Request
+from faultline.targets._http import HttpTarget, token_count
+from faultline.targets.base import CallError, Completion, Request
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAITarget"]
 
@@ -30,27 +29,14 @@ class OpenAITarget(HttpTarget):
         concurrency: The most requests in flight.
     """
 
-    def __init__(
-        self,
-        model: str,
-        params: GenerationParams,
-        *,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-    ) -> None:
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        key = api_key(api_key_env, required=url.rstrip("/") == DEFAULT_BASE_URL, provider="openai")
-        auth = {"Authorization": f"Bearer {key}"} if key else {}
-        super().__init__(
-            "openai",
-            model,
-            base_url=url,
-            params=params,
-            auth_headers=auth,
-            concurrency=concurrency,
-            key=key,
-        )
+    provider = "openai"
+    default_base_url = DEFAULT_BASE_URL
+    base_url_env = "OPENAI_BASE_URL"
+    key_env = "OPENAI_API_KEY"
+
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        """A bearer token, when there is a key (local servers need none)."""
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def complete(self, request: Request) -> Completion:
         """Ask for one chat completion."""
