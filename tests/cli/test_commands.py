@@ -53,6 +53,8 @@ def test_score_writes_reports_and_exits_zero(
         (["pass_rate<0.1", "coverage<0.5"], 0, "coverage<0.5 ok"),
         (["by_category.weapons.pass_rate<0.9"], 1, "tripped"),
         (["failure_mode_histogram.secret_leakage>0"], 0, "ok"),
+        (["per_probe.fail_rate>0.2"], 1, "per_probe.fail_rate>0.2 tripped"),
+        (["per_probe.errors>1"], 0, "per_probe.errors>1 ok"),
     ],
 )
 def test_gates_set_the_exit_code(

@@ -31,8 +31,10 @@ def app() -> None:
 
 def _register() -> None:
     from faultline.cli.calibrate import calibrate_command
+    from faultline.cli.compare import compare_command
     from faultline.cli.demo import demo_command
     from faultline.cli.probes import probes_group
+    from faultline.cli.report import report_command
     from faultline.cli.rules import rules_group
     from faultline.cli.run import run_command
     from faultline.cli.score import score_command
@@ -40,6 +42,8 @@ def _register() -> None:
     commands = (
         score_command,
         run_command,
+        report_command,
+        compare_command,
         demo_command,
         calibrate_command,
         probes_group,

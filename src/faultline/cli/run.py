@@ -176,6 +176,13 @@ def _target_options(func: Any) -> Any:
             default=None,
             help="A calibration.json from 'faultline calibrate'.",
         ),
+        click.option(
+            "--junit",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Also write JUnit XML (one test case per probe) for CI systems.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -239,6 +246,11 @@ def run_command(**o: Any) -> int:
         return 130
     _render_execution(run.execution, run.resumed)
     render_run(run, "run", time.perf_counter() - start)
+    if o["junit"] is not None:
+        from faultline.report.junit import report_junit, write_junit
+
+        path = write_junit(o["junit"], report_junit(run.report))
+        out.print(f"Wrote JUnit XML to {path}.", markup=False)
     tripped = _coverage_gates(
         run.report.aggregate_metrics["counts"], o["min_coverage"], o["max_error_rate"]
     )

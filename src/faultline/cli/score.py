@@ -6,6 +6,7 @@ import time
 
 import click
 
+from faultline.cli._console import out as console
 from faultline.cli._console import progress
 from faultline.cli._options import parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
@@ -42,12 +43,20 @@ from faultline.cli._render import render_gates, render_run
     default=None,
     help="A calibration.json from 'faultline calibrate': each rule's measured precision goes into the report.",
 )
+@click.option(
+    "--junit",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write JUnit XML (one test case per probe) for CI systems.",
+)
 @scoring_options
 def score_command(  # noqa: PLR0917 - click passes every option
     probes: str,
     responses: str,
     out: str,
     calibration: str | None,
+    junit: str | None,
     rules: str,
     rules_only: bool,
     learned: str,
@@ -61,8 +70,9 @@ def score_command(  # noqa: PLR0917 - click passes every option
     """Score recorded responses against a probe set and write the report.
 
     Every response is scored by the rules, with the evidence; the run's metrics and failure
-    geometry go to DIR/report.json (the source of truth) and DIR/report.md. Exit 1 when a
-    --fail-on gate trips, 2 on bad input (nothing is written then).
+    geometry go to DIR/report.json (the source of truth) and DIR/report.md; --junit FILE
+    also writes JUnit XML for CI. Exit 1 when a --fail-on gate trips, 2 on bad input
+    (nothing is written then).
     """
     from faultline.calibration.attach import load_calibration
     from faultline.pipeline import score_files
@@ -86,5 +96,10 @@ def score_command(  # noqa: PLR0917 - click passes every option
             calibration=attached,
         )
     render_run(run, "score", time.perf_counter() - start)
+    if junit is not None:
+        from faultline.report.junit import report_junit, write_junit
+
+        path = write_junit(junit, report_junit(run.report))
+        console.print(f"Wrote JUnit XML to {path}.", markup=False)
     tripped = render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
     return 1 if tripped else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,14 @@ from faultline.metrics.stats import rate, summarize, wilson_interval
 from faultline.probes.model import SEVERITIES
 from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS, CaseScore
 
-__all__ = ["UNSPECIFIED_MODEL", "WORST_CASES", "MetricsAccumulator", "aggregate_metrics"]
+__all__ = [
+    "UNSPECIFIED_MODEL",
+    "WORST_CASES",
+    "MetricsAccumulator",
+    "aggregate_metrics",
+    "expected_failure_modes",
+    "with_expected_modes",
+]
 
 WORST_CASES = 10
 UNSPECIFIED_MODEL = "unspecified"
@@ -401,3 +408,39 @@ def aggregate_metrics(
         ``category_ranking``, as docs/metrics.md defines them.
     """
     return MetricsAccumulator(severity_weights).add(cases).result()
+
+
+def expected_failure_modes(
+    failed_per_probe: Mapping[str, int], declared: Mapping[str, Sequence[str]]
+) -> dict[str, int]:
+    """How many failed cases each failure mode was expected in: the modes their probes declare.
+
+    Set beside ``failure_mode_histogram`` (the modes the evidence showed), it tells whether
+    probes fail the way they were designed to.
+
+    Args:
+        failed_per_probe: Failed cases per probe id.
+        declared: Each probe's declared ``failure_modes``.
+
+    Returns:
+        Mode to count, most frequent first (ties by name).
+    """
+    counts: Counter[str] = Counter()
+    for probe_id, n in failed_per_probe.items():
+        for mode in declared.get(probe_id, ()):
+            counts[mode] += n
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def with_expected_modes(
+    metrics: Mapping[str, Any],
+    failed_per_probe: Mapping[str, int],
+    declared: Mapping[str, Sequence[str]],
+) -> dict[str, Any]:
+    """``metrics`` with ``failure_mode_expected`` placed after ``failure_mode_histogram``."""
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        out[key] = value
+        if key == "failure_mode_histogram":
+            out["failure_mode_expected"] = expected_failure_modes(failed_per_probe, declared)
+    return out

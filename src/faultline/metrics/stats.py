@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Summary", "rate", "summarize", "wilson_interval"]
+__all__ = [
+    "MCNEMAR_EXACT_BELOW",
+    "Summary",
+    "mcnemar_test",
+    "rate",
+    "summarize",
+    "two_proportion_test",
+    "wilson_interval",
+]
 
 Summary = dict[str, float | None]
+
+MCNEMAR_EXACT_BELOW = 25
+"""McNemar's test is exact (binomial) below this many discordant pairs, chi-square above."""
 
 
 def summarize(values: NDArray[np.float64] | Sequence[float]) -> Summary:
@@ -67,3 +79,89 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def _normal_two_sided(z: float) -> float:
+    """P(|Z| >= |z|) for a standard normal Z (also the chi-square(1) tail of ``z**2``)."""
+    return min(1.0, math.erfc(abs(z) / math.sqrt(2)))
+
+
+def mcnemar_test(b: int, c: int) -> dict[str, Any]:
+    """McNemar's test of paired outcomes, from the two discordant counts.
+
+    With fewer than :data:`MCNEMAR_EXACT_BELOW` discordant pairs the p-value is the exact
+    two-sided binomial one (``b`` out of ``b + c`` at one half); otherwise it is the
+    chi-square test with Edwards' continuity correction, ``max(0, |b - c| - 1)² / (b + c)``
+    on one degree of freedom (no correction when ``b == c``, as in R's ``mcnemar.test``).
+    With no discordant pair there is no evidence of a change: the p-value is 1.
+
+    Args:
+        b: Pairs that went one way (in faultline, pass in the base and fail in the new run).
+        c: Pairs that went the other way (fail, then pass).
+
+    Returns:
+        ``{"test": "mcnemar", "method": "exact" | "chi2_cc", "discordant": {"pass_to_fail",
+        "fail_to_pass"}, "statistic", "p_value"}``; the exact method's statistic is
+        ``min(b, c)``, the chi-square method's the corrected chi-square.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must not be negative, got {b} and {c}")
+    n = b + c
+    if n < MCNEMAR_EXACT_BELOW:
+        statistic = float(min(b, c))
+        if n == 0:
+            p_value = 1.0
+        else:
+            from scipy.stats import binomtest
+
+            p_value = min(1.0, float(binomtest(min(b, c), n, 0.5).pvalue))
+        method = "exact"
+    else:
+        statistic = max(0, abs(b - c) - 1) ** 2 / n
+        p_value = _normal_two_sided(math.sqrt(statistic))
+        method = "chi2_cc"
+    return {
+        "test": "mcnemar",
+        "method": method,
+        "discordant": {"pass_to_fail": b, "fail_to_pass": c},
+        "statistic": statistic,
+        "p_value": p_value,
+    }
+
+
+def two_proportion_test(x1: int, n1: int, x2: int, n2: int) -> dict[str, Any]:
+    """The pooled two-proportion z test, two-sided: do ``x1 / n1`` and ``x2 / n2`` differ?
+
+    ``z = (x2/n2 - x1/n1) / sqrt(p (1 - p) (1/n1 + 1/n2))`` with ``p = (x1 + x2) / (n1 + n2)``,
+    so a positive z means the second proportion is higher. ``z²`` is Pearson's chi-square of
+    the 2×2 table without continuity correction.
+
+    Args:
+        x1: Successes in the first sample (in faultline, passes in the base run).
+        n1: Size of the first sample.
+        x2: Successes in the second sample.
+        n2: Size of the second sample.
+
+    Returns:
+        ``{"test": "two_proportion", "method": "pooled_z", "counts": {"x1", "n1", "x2",
+        "n2"}, "difference", "statistic", "p_value"}``. The difference is ``None`` when a
+        sample is empty; the statistic and p-value are ``None`` when the test is undefined
+        (an empty sample, or both proportions 0 or both 1).
+    """
+    if min(x1, n1, x2, n2) < 0 or x1 > n1 or x2 > n2:
+        raise ValueError(f"need 0 <= x <= n, got {x1}/{n1} and {x2}/{n2}")
+    difference = x2 / n2 - x1 / n1 if n1 and n2 else None
+    statistic = p_value = None
+    pooled = rate(x1 + x2, n1 + n2)
+    if difference is not None and pooled is not None and 0.0 < pooled < 1.0:
+        se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+        statistic = difference / se
+        p_value = _normal_two_sided(statistic)
+    return {
+        "test": "two_proportion",
+        "method": "pooled_z",
+        "counts": {"x1": x1, "n1": n1, "x2": x2, "n2": n2},
+        "difference": difference,
+        "statistic": statistic,
+        "p_value": p_value,
+    }

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline.metrics.aggregate import with_expected_modes
 from faultline.observability.geometry import DEFAULT_MIN_CASES, load_numeric_libraries
 from faultline.pipeline import chunks
 from faultline.pipeline.assemble import RunAssembly
@@ -148,7 +149,11 @@ def score_files(
     report = Report(
         run=run,
         cases=cases,
-        aggregate_metrics=assembly.metrics.result(),
+        aggregate_metrics=with_expected_modes(
+            assembly.metrics.result(),
+            assembly.failed_per_probe(),
+            {p.id: p.failure_modes for p in probe_set},
+        ),
         observability=None if geometry is None else geometry.summary,
     )
     outcome = ScoreRun(report, unanswered=unanswered, workers=n_workers)

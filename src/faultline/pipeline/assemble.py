@@ -80,6 +80,14 @@ class RunAssembly:
         c.json.extend(result.json)
         self.metrics.merge(result.metrics)
 
+    def failed_per_probe(self) -> dict[str, int]:
+        """Failed cases per probe id."""
+        c = self._c
+        failed = _cat(c.scored, np.bool_) & ~_cat(c.passed, np.bool_)
+        counts = np.bincount(_cat(c.probe, np.int64)[failed], minlength=len(self.probe_set))
+        probes = self.probe_set.probes
+        return {probes[i].id: int(n) for i, n in enumerate(counts.tolist()) if n}
+
     @property
     def models(self) -> list[str]:
         """The models that answered, sorted."""

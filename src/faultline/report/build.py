@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,17 +10,18 @@ from typing import Any
 import msgspec
 
 from faultline._util.files import atomic_write_bytes
-from faultline.metrics.aggregate import MetricsAccumulator
+from faultline.metrics.aggregate import MetricsAccumulator, with_expected_modes
 from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observability
 from faultline.probes.probeset import ProbeSet
-from faultline.report.jsonio import write_report_json
+from faultline.report.html import write_html
+from faultline.report.jsonio import read_report, write_report_json
 from faultline.report.markdown import render_markdown
 from faultline.report.model import CaseLines, Report, new_run_id, utc_now
 from faultline.scoring.case import CaseScore, ScoringConfig
 from faultline.scoring.learned import load_learned
 from faultline.scoring.rules import RulePack
 
-__all__ = ["build_report", "run_metadata", "write_report"]
+__all__ = ["build_report", "rerender_report", "run_metadata", "write_report"]
 
 
 def run_metadata(
@@ -131,7 +133,13 @@ def build_report(
             calibration=calibration,
         ),
         cases=cases,
-        aggregate_metrics=accumulator.result(),
+        aggregate_metrics=accumulator.result()
+        if probe_set is None
+        else with_expected_modes(
+            accumulator.result(),
+            Counter(c.probe_id for c in cases if c.status == "fail"),
+            {p.id: p.failure_modes for p in probe_set},
+        ),
         observability=None if geometry is None else geometry.summary,
     )
     if out is not None:
@@ -140,16 +148,55 @@ def build_report(
 
 
 def write_report(report: Report, out: Path) -> list[Path]:
-    """Write report.json and report.md into ``out`` (created if missing), each atomically.
+    """Write report.json, report.md and report.html into ``out`` (created if missing), each atomically.
 
     Returns:
         The paths written.
     """
     out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out / "report.json", out / "report.md"
+    json_path, md_path, html_path = out / "report.json", out / "report.md", out / "report.html"
     write_report_json(report, json_path)
     atomic_write_bytes(md_path, render_markdown(_plain(report)).encode("utf-8"))
-    return [json_path, md_path]
+    write_html(report, html_path)
+    return [json_path, md_path, html_path]
+
+
+def rerender_report(source: str | Path, out: str | Path | None = None) -> list[Path]:
+    """Render report.md and report.html again from a saved report.json.
+
+    Args:
+        source: A report.json, or a run directory holding one.
+        out: Where to write the views (default: beside the report.json).
+
+    Returns:
+        The paths written.
+
+    Raises:
+        InputError: ``source`` is missing or is not a faultline report.
+    """
+    data = read_report(source)
+    path = Path(source)
+    target = Path(out) if out is not None else path if path.is_dir() else path.parent
+    target.mkdir(parents=True, exist_ok=True)
+    worst = {w["case_id"] for w in data["aggregate_metrics"]["worst_cases"]}
+    plain = {
+        **{k: v for k, v in data.items() if k != "cases"},
+        "cases": [
+            {"case_id": c["case_id"], "status": c["status"], "explanation": c["explanation"]}
+            for c in data["cases"]
+            if c["case_id"] in worst
+        ],
+    }
+    if data["run"].get("calibration"):
+        plain["rule_counts"] = _count_rules(_Matched(**_matched(c)) for c in data["cases"])
+    md_path, html_path = target / "report.md", target / "report.html"
+    atomic_write_bytes(md_path, render_markdown(plain).encode("utf-8"))
+    write_html(data, html_path)
+    return [md_path, html_path]
+
+
+def _matched(case: Mapping[str, Any]) -> dict[str, list[str]]:
+    return {k: list(case.get(k) or []) for k in _Matched.__struct_fields__}
 
 
 def _plain(report: Report) -> dict[str, Any]:
@@ -184,13 +231,17 @@ class _Matched(msgspec.Struct):
 
 def _rule_counts(report: Report) -> list[list[Any]]:
     """How many cases each rule matched in, as ``[kind, label, count]``, for the Markdown."""
-    counts: dict[tuple[str, str], int] = {}
     cases = report.cases
     if isinstance(cases, CaseLines):
         decode = msgspec.json.Decoder(_Matched).decode
         matched: Iterable[Any] = (decode(cases.line(i)) for i in range(len(cases)))
     else:
         matched = cases
+    return _count_rules(matched)
+
+
+def _count_rules(matched: Iterable[Any]) -> list[list[Any]]:
+    counts: dict[tuple[str, str], int] = {}
     for case in matched:
         for kind, labels in (
             ("boundary", case.matched_boundary_patterns),

@@ -4,8 +4,13 @@ A gate is ``NAME OP NUMBER`` with OP one of ``<``, ``<=``, ``>``, ``>=``, ``==``
 and it *trips* when the condition holds: ``pass_rate<0.95`` trips when the pass rate is
 below 95%. NAME is a metric of ``overall``, ``counts`` or ``indices`` (``pass_rate``,
 ``errors``, ``exposure_index`` ...), or a dotted path into ``aggregate_metrics``
-(``by_category.self_harm.pass_rate``). A metric that is undefined (``null``) trips the gate:
-a number that cannot be shown to be fine is not fine.
+(``by_category.self_harm.pass_rate``, or ``per_probe.fail_rate`` for hit@K). A metric that
+is undefined (``null``) trips the gate: a number that cannot be shown to be fine is not fine.
+
+``faultline compare`` has gates of its own (:func:`evaluate_compare_gates`), over the
+comparison: ``regressions``, ``fixes``, ``new_failures``, ``removed``, ``became_error``, a
+compared metric's value in the new report (``pass_rate``, ``errors`` ...), its ``_drop``
+(base − new) or ``_rise`` (new − base), and ``p_value``.
 """
 
 from __future__ import annotations
@@ -19,8 +24,18 @@ from typing import Any
 
 from faultline._util.text import did_you_mean
 from faultline.errors import UsageError
+from faultline.report.compare import METRICS
 
-__all__ = ["KNOWN_METRICS", "Gate", "GateResult", "evaluate_gates", "parse_gate"]
+__all__ = [
+    "COMPARE_GATES",
+    "KNOWN_METRICS",
+    "Gate",
+    "GateResult",
+    "evaluate_compare_gates",
+    "evaluate_gates",
+    "parse_compare_gate",
+    "parse_gate",
+]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -66,6 +81,7 @@ _LEAVES: dict[str, tuple[str, ...]] = {
     "overall.weighted_risk": ("mean", "median", "p90"),
     "counts": _SHORT_NAMES["counts"],
     "indices": _SHORT_NAMES["indices"],
+    "per_probe": ("probes", "passed", "failed", "errors", "pass_rate", "fail_rate"),
     "by_category": (
         "n",
         "pass_rate",
@@ -90,6 +106,7 @@ _SECTIONS = (
     "by_severity",
     "by_expect",
     "by_model",
+    "per_probe",
     "failure_mode_histogram",
 )
 KNOWN_METRICS = tuple(name for names in _SHORT_NAMES.values() for name in names)
@@ -129,18 +146,22 @@ class GateResult:
         return f"{self.gate} {state}: {self.gate.name} is {shown}"
 
 
+def _parse(text: str, example: str) -> Gate:
+    match = _GATE.match(text)
+    if not match:
+        raise UsageError(f"gate {text!r} is not of the form NAME OP NUMBER, e.g. {example}")
+    name, op, number = match.groups()
+    return Gate(name, op, float(number))
+
+
 def parse_gate(text: str) -> Gate:
     """Parse ``NAME OP NUMBER``.
 
     Raises:
         UsageError: The text is not of that form.
     """
-    match = _GATE.match(text)
-    if not match:
-        raise UsageError(
-            f"gate {text!r} is not of the form NAME OP NUMBER, e.g. 'pass_rate<0.95' or 'errors>0'"
-        )
-    name, op, number = match.groups()
+    gate = _parse(text, "'pass_rate<0.95' or 'errors>0'")
+    name = gate.name
     if "." in name:
         _check_path(name)
     elif name not in KNOWN_METRICS:
@@ -148,7 +169,7 @@ def parse_gate(text: str) -> Gate:
             f"unknown gate metric '{name}'{did_you_mean(name, KNOWN_METRICS)}; "
             f"known: {', '.join(KNOWN_METRICS)}, or a dotted path such as by_category.NAME.pass_rate"
         )
-    return Gate(name, op, float(number))
+    return gate
 
 
 def _split(name: str) -> tuple[str, str, str]:
@@ -157,7 +178,7 @@ def _split(name: str) -> tuple[str, str, str]:
     if section == "overall" and rest.split(".", 1)[0] in ("risk_score", "weighted_risk"):
         group, _, leaf = rest.partition(".")
         return f"overall.{group}", "", leaf
-    if section in ("overall", "counts", "indices", "failure_mode_histogram"):
+    if section in ("overall", "counts", "indices", "per_probe", "failure_mode_histogram"):
         return section, "", rest
     key, _, leaf = rest.rpartition(".")
     return section, key, leaf
@@ -213,10 +234,82 @@ def evaluate_gates(gates: Sequence[str | Gate], metrics: Mapping[str, Any]) -> l
         value = _resolve(metrics, gate.name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise UsageError(f"gate metric '{gate.name}' is not a number")
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            results.append(GateResult(gate, None, True))
-        else:
-            results.append(
-                GateResult(gate, float(value), _OPS[gate.op](float(value), gate.threshold))
-            )
+        results.append(_judge(gate, value))
     return results
+
+
+_COMPARE_COUNTS = ("regressions", "fixes", "new_failures", "removed", "became_error")
+_COUNT_ALIASES = {name.partition(".")[2]: name for name in METRICS if name.startswith("counts.")}
+
+
+def _compare_names() -> tuple[str, ...]:
+    metrics = (*METRICS, *_COUNT_ALIASES)
+    changes = tuple(f"{m}{suffix}" for m in metrics for suffix in ("_drop", "_rise"))
+    return (*_COMPARE_COUNTS, "p_value", *metrics, *changes)
+
+
+COMPARE_GATES = _compare_names()
+"""The names a ``faultline compare`` gate may use."""
+
+
+def parse_compare_gate(text: str) -> Gate:
+    """Parse a ``faultline compare`` gate: ``NAME OP NUMBER`` with NAME in :data:`COMPARE_GATES`.
+
+    Raises:
+        UsageError: The text is not of that form, or names nothing a comparison has.
+    """
+    gate = _parse(text, "'regressions>0' or 'pass_rate_drop>0.02'")
+    _check_compare_name(gate.name)
+    return gate
+
+
+def _check_compare_name(name: str) -> None:
+    if name not in COMPARE_GATES:
+        raise UsageError(
+            f"unknown compare gate '{name}'{did_you_mean(name, COMPARE_GATES)}; known: "
+            f"{', '.join(_COMPARE_COUNTS)}, p_value, or a metric ({', '.join(METRICS)}; "
+            "counts also by their short names, e.g. errors) as its value in the new report, "
+            "or with _drop (base - new) or _rise (new - base)"
+        )
+
+
+def _resolve_compare(result: Mapping[str, Any], name: str) -> Any:
+    """The value a compare gate names, or ``None`` when it is undefined."""
+    cases = result["cases"]
+    if name == "new_failures":
+        return cases["new_failures"]
+    if name in _COMPARE_COUNTS:
+        return len(cases[name])
+    if name == "p_value":
+        return result["significance"]["p_value"]
+    stem, suffix = name[:-5], name[-5:]
+    if suffix not in ("_drop", "_rise"):
+        return result["metrics"][_COUNT_ALIASES.get(name, name)]["new"]
+    delta = result["metrics"][_COUNT_ALIASES.get(stem, stem)]["delta"]
+    return None if delta is None else -delta if suffix == "_drop" else delta
+
+
+def evaluate_compare_gates(
+    gates: Sequence[str | Gate], compare_result: Mapping[str, Any]
+) -> list[GateResult]:
+    """Evaluate ``faultline compare`` gates against a comparison (compare.json's object).
+
+    ``regressions>0`` trips on any case that passed in the base run and fails in the new
+    one; ``pass_rate<0.95`` on the new run's pass rate; ``severity_weighted_pass_rate_drop>0.02``
+    when that rate fell by more than two points. An undefined value trips its gate.
+
+    Raises:
+        UsageError: A gate is malformed or names nothing a comparison has.
+    """
+    results = []
+    for raw in gates:
+        gate = raw if isinstance(raw, Gate) else parse_compare_gate(raw)
+        _check_compare_name(gate.name)
+        results.append(_judge(gate, _resolve_compare(compare_result, gate.name)))
+    return results
+
+
+def _judge(gate: Gate, value: Any) -> GateResult:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return GateResult(gate, None, True)
+    return GateResult(gate, float(value), _OPS[gate.op](float(value), gate.threshold))

@@ -13,7 +13,7 @@ from typing import Any
 
 from faultline._util.text import excerpt
 
-__all__ = ["escape_md", "render_markdown"]
+__all__ = ["escape_md", "mi_reading", "render_markdown"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~^$&])")
 _LINKISH = re.compile(r"(?i)(://|www\.|@)")
@@ -367,7 +367,7 @@ def _geometry(obs: Mapping[str, Any] | None) -> list[str]:
             name,
             f"{mi[name]:.3f}",
             f"{nmi[name]:.3f}",
-            _strength(nmi[name]) + " " + _MI_READING[name],
+            mi_reading(name, nmi[name]),
         )
         for name in ("category", "severity", "pass_fail")
     ]
@@ -394,6 +394,11 @@ def _geometry(obs: Mapping[str, Any] | None) -> list[str]:
         cluster_rows,
     )
     return lines
+
+
+def mi_reading(label: str, nmi: float) -> str:
+    """A one-line reading of the normalised mutual information between clusters and a label."""
+    return _strength(nmi) + " " + _MI_READING[label]
 
 
 def _strength(nmi: float) -> str:

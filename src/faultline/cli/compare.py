@@ -1,0 +1,115 @@
+"""``faultline compare``: what changed between two reports, and gates on it for CI."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.text import Text
+
+from faultline.cli._console import out
+from faultline.cli._render import render_gates, written
+
+_STYLES = {"worse": "bold red", "better": "bold green", "mixed": "bold yellow", "same": "bold"}
+_SHOWN = 5
+
+
+@click.command("compare")
+@click.argument("base", metavar="BASE")
+@click.argument("new", metavar="NEW")
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    default="faultline-compare",
+    show_default=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Directory for compare.json, compare.md and compare.html (created if missing).",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="GATE",
+    help=(
+        "Exit 1 when a gate trips, e.g. 'regressions>0', 'pass_rate<0.95', "
+        "'high_stakes_failure_rate>0' or 'severity_weighted_pass_rate_drop>0.02'. Repeatable."
+    ),
+)
+@click.option(
+    "--junit",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write JUnit XML: one test per changed case (regressions fail) and per gate.",
+)
+def compare_command(
+    base: str, new: str, out_dir: str, fail_on: tuple[str, ...], junit: str | None
+) -> int:
+    """Compare two reports: regressions, fixes and metric changes.
+
+    BASE and NEW are report.json files or run directories. Cases are matched by case_id:
+    regressions (pass → fail), fixes (fail → pass), new and removed cases; each headline
+    metric's change, and whether it is better or worse; the categories that moved; and
+    McNemar's test on the cases in both runs (a two-proportion test when none pair up).
+    Writes compare.json, compare.md (for a pull request) and compare.html to DIR. Exit 1
+    when a --fail-on gate trips, 2 on bad input.
+    """
+    from faultline.report.compare import compare_files
+    from faultline.report.compare_views import write_compare
+    from faultline.report.gates import evaluate_compare_gates, parse_compare_gate
+
+    gates = [parse_compare_gate(g) for g in fail_on]
+    result = compare_files(base, new)
+    paths = write_compare(result, Path(out_dir))
+    _summary(result)
+    out.print(Text(f"Wrote {written(paths)}."))
+    results = evaluate_compare_gates(gates, result)
+    if junit is not None:
+        from faultline.report.junit import compare_junit, write_junit
+
+        out.print(Text(f"Wrote JUnit XML to {write_junit(junit, compare_junit(result, results))}."))
+    tripped = render_gates(results) if results else False
+    return 1 if tripped else 0
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _risk(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _summary(result: Mapping[str, Any]) -> None:
+    """The verdict, the headline numbers, warnings and the worst regressions."""
+    c, pr, s = result["cases"], result["metrics"]["pass_rate"], result["significance"]
+    p = s["p_value"]
+    test = "McNemar" if s["test"] == "mcnemar" else "two-proportion z"
+    out.print(
+        Text.assemble(
+            ("faultline compare: ", "bold"),
+            (result["verdict"], _STYLES.get(result["verdict"], "bold")),
+            f" · regressions {len(c['regressions']):,}, fixes {len(c['fixes']):,}, "
+            f"new failing {c['new_failures']:,}, new errors {len(c['became_error']):,}, "
+            f"removed {len(c['removed']):,} · pass rate {_pct(pr['base'])} → {_pct(pr['new'])}",
+            f" · {test} p = {'n/a' if p is None else f'{p:.3g}'}",
+        )
+    )
+    for warning in result["comparable"]:
+        out.print(Text.assemble(("Warning: ", "yellow"), warning["message"]))
+    regressions = c["regressions"]
+    if regressions:
+        out.print(Text("Regressions, worst first:"))
+    for e in regressions[:_SHOWN]:
+        out.print(
+            Text(
+                f"  {e['case_id']}  {e['category']}  {e['severity']}  risk "
+                f"{_risk(e['base_risk_score'])} → {_risk(e['new_risk_score'])}"
+            )
+        )
+    if len(regressions) > _SHOWN:
+        out.print(Text(f"  … and {len(regressions) - _SHOWN:,} more in compare.md"))

@@ -1,0 +1,451 @@
+"""Compare two reports: what changed between a base run and a new one, case by case.
+
+``compare_reports`` is pure: it takes two reports as plain data and returns the compare.json
+object (docs/report-format.md, "Comparing runs"). Cases are matched by ``case_id``; metrics
+are read from each report's ``aggregate_metrics`` and judged by which way is better; the
+change in outcomes is tested with McNemar's test when cases pair up, and with the
+two-proportion z test otherwise. ``faultline.report.compare_views`` renders the object as
+compare.md and compare.html and writes the three files.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from faultline._version import __version__
+from faultline.errors import InputError
+from faultline.metrics.stats import mcnemar_test, two_proportion_test
+from faultline.probes.model import SEVERITIES
+
+__all__ = [
+    "ALPHA",
+    "COMPARE_SCHEMA_VERSION",
+    "METRICS",
+    "compare_files",
+    "compare_reports",
+    "read_compare_input",
+]
+
+COMPARE_SCHEMA_VERSION = "1"
+"""The version of compare.json's layout; a change to a name in it bumps this."""
+
+ALPHA = 0.05
+"""The significance level ``significance.significant`` is judged at."""
+
+# name: (section and key in aggregate_metrics, which way is better, label, how it is shown)
+# fmt: off
+METRICS: dict[str, tuple[tuple[str, str], Literal["higher", "lower"] | None, str, str]] = {
+    "pass_rate": (("overall", "pass_rate"), "higher", "Pass rate", "rate"),
+    "fail_rate": (("overall", "fail_rate"), "lower", "Fail rate", "rate"),
+    "coverage": (("overall", "coverage"), "higher", "Coverage", "rate"),
+    "severity_weighted_pass_rate":
+        (("overall", "severity_weighted_pass_rate"), "higher", "Severity-weighted pass rate", "rate"),
+    "high_stakes_failure_rate": (("overall", "high_stakes_failure_rate"), "lower", "High-stakes failure rate", "rate"),
+    "resilience_index": (("indices", "resilience_index"), "higher", "Resilience index", "index"),
+    "exposure_index": (("indices", "exposure_index"), "lower", "Exposure index", "index"),
+    "boundary_language_rate": (("overall", "boundary_language_rate"), None, "Boundary-language rate", "rate"),
+    "per_probe.pass_rate": (("per_probe", "pass_rate"), "higher", "Per-probe pass rate", "rate"),
+    "counts.cases": (("counts", "cases"), None, "Cases", "count"),
+    "counts.scored": (("counts", "scored"), None, "Scored", "count"),
+    "counts.passed": (("counts", "passed"), "higher", "Passed", "count"),
+    "counts.failed": (("counts", "failed"), "lower", "Failed", "count"),
+    "counts.errors": (("counts", "errors"), "lower", "Errors", "count"),
+}
+# fmt: on
+"""The metrics compared: where each is in ``aggregate_metrics``, which way is better (``None``:
+neither: more cases, or more boundary language, is not better or worse in itself), its label,
+and how it is shown (``rate``, ``index`` or ``count``)."""
+
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+class _Case(msgspec.Struct, frozen=True):
+    """What comparing needs of a case; the rest of report.json's case is never decoded."""
+
+    case_id: str
+    probe_id: str
+    status: Literal["pass", "fail", "error"]
+    category: str = ""
+    severity: str = ""
+    risk_score: float | None = None
+    explanation: str | None = None
+
+
+class _Report(msgspec.Struct):
+    schema_version: str
+    run: dict[str, Any]
+    cases: list[_Case]
+    aggregate_metrics: dict[str, Any]
+    tool: dict[str, Any] = {}
+
+
+_DECODER = msgspec.json.Decoder(_Report)
+
+
+def read_compare_input(path: str | Path) -> dict[str, Any]:
+    """Read a report.json (or the one in a run directory) for comparing.
+
+    Only the fields a comparison uses are decoded (responses and evidence are skipped), so
+    a large report costs a fraction of its size in memory.
+
+    Raises:
+        InputError: The file is missing, unreadable, or not a faultline report, naming the
+            file and the field.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "report.json"
+    try:
+        report = _decode(p)
+    except FileNotFoundError:
+        raise InputError(
+            "no such file (expected a report.json or a run directory)", path=p
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc})", path=p) from exc
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `$")
+        field = where.rstrip("`").lstrip(".") or None
+        raise InputError(f"not a faultline report.json: {message}", path=p, field=field) from None
+    except msgspec.DecodeError as exc:
+        raise InputError(f"not valid JSON: {exc}", path=p) from None
+    if report.schema_version != "1":
+        raise InputError(
+            f"schema_version {report.schema_version!r} is not one this faultline reads ('1')",
+            path=p,
+            field="schema_version",
+        )
+    _check(report, p)
+    return {
+        "schema_version": report.schema_version,
+        "tool": report.tool,
+        "run": report.run,
+        "cases": report.cases,
+        "aggregate_metrics": report.aggregate_metrics,
+    }
+
+
+def _decode(path: Path) -> _Report:
+    """Decode a report from a memory map: its pages are the file's, not a copy of it."""
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            raise msgspec.DecodeError("the file is empty")
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _DECODER.decode(data)
+
+
+def _check(report: _Report, path: Path) -> None:
+    """Every compared metric is a number or null, and case ids are unique."""
+    m = report.aggregate_metrics
+    for section, key in (spec[0] for spec in METRICS.values()):
+        value = m.get(section, {}).get(key) if isinstance(m.get(section), dict) else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InputError(
+                f"expected a number or null, got {value!r}",
+                path=path,
+                field=f"aggregate_metrics.{section}.{key}",
+            )
+    seen: set[str] = set()
+    for i, case in enumerate(report.cases):
+        if case.case_id in seen:
+            raise InputError(
+                f"case_id {case.case_id!r} appears twice", path=path, field=f"cases[{i}].case_id"
+            )
+        seen.add(case.case_id)
+
+
+def compare_files(base: str | Path, new: str | Path) -> dict[str, Any]:
+    """Read two reports (files or run directories) and compare them; names are the paths given.
+
+    Raises:
+        InputError: Either is not a readable faultline report.
+    """
+    return compare_reports(
+        read_compare_input(base), read_compare_input(new), base_name=str(base), new_name=str(new)
+    )
+
+
+def compare_reports(
+    base: Mapping[str, Any], new: Mapping[str, Any], *, base_name: str, new_name: str
+) -> dict[str, Any]:
+    """Compare two reports: the compare.json object (docs/report-format.md, "Comparing runs").
+
+    Args:
+        base: The earlier report, as plain data (report.json read back, ``Report.to_dict()``
+            or :func:`read_compare_input`).
+        new: The later report.
+        base_name: What to call the base (its path, for instance).
+        new_name: What to call the new report.
+
+    Raises:
+        ValueError: A case id appears twice in one report.
+    """
+    changes = _match(base["cases"], new["cases"])
+    metrics = {name: _metric(base, new, name) for name in METRICS}
+    cases = changes.summary()
+    return {
+        "schema_version": COMPARE_SCHEMA_VERSION,
+        "tool": {"name": "faultline", "version": __version__},
+        "base": _side(base, base_name),
+        "new": _side(new, new_name),
+        "comparable": _comparable(base, new, changes),
+        "verdict": _verdict(changes, metrics),
+        "metrics": metrics,
+        "cases": cases,
+        "by_category": _by_category(base["aggregate_metrics"], new["aggregate_metrics"]),
+        "significance": _significance(changes),
+    }
+
+
+def _slim(case: Any) -> _Case:
+    return case if isinstance(case, _Case) else msgspec.convert(case, _Case)
+
+
+_MOVES = {
+    ("pass", "fail"): "regressions",
+    ("fail", "pass"): "fixes",
+    ("pass", "error"): "became_error",
+    ("fail", "error"): "became_error",
+    ("error", "pass"): "error_resolved",
+    ("error", "fail"): "error_resolved",
+}
+
+
+@dataclass
+class _Tally:
+    """How many cases a report has, how many were scored and how many passed."""
+
+    cases: int = 0
+    scored: int = 0
+    passed: int = 0
+
+    def add(self, case: _Case) -> None:
+        self.cases += 1
+        self.scored += case.status != "error"
+        self.passed += case.status == "pass"
+
+
+class _Changes:
+    """Per-case changes, built in one pass over each report's cases."""
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[dict[str, Any]]] = {
+            k: []
+            for k in ("regressions", "fixes", "became_error", "error_resolved", "new", "removed")
+        }
+        self.still = {"pass": 0, "fail": 0, "error": 0}
+        self.paired = self.paired_scored = 0
+        self.base, self.new = _Tally(), _Tally()
+
+    def add(self, before: _Case | None, after: _Case) -> None:
+        """Record a case of the new report and the base report's case with its id, if any."""
+        if before is None:
+            self.lists["new"].append(_entry(None, after))
+            return
+        self.paired += 1
+        pair = (before.status, after.status)
+        self.paired_scored += "error" not in pair
+        if pair[0] == pair[1]:
+            self.still[pair[0]] += 1
+        else:
+            self.lists[_MOVES[pair]].append(_entry(before, after))
+
+    def summary(self) -> dict[str, Any]:
+        ordered = {k: sorted(v, key=_worst_first) for k, v in self.lists.items()}
+        return {
+            "base_cases": self.base.cases,
+            "new_cases": self.new.cases,
+            "paired": self.paired,
+            "paired_scored": self.paired_scored,
+            "still_passing": self.still["pass"],
+            "still_failing": self.still["fail"],
+            "still_error": self.still["error"],
+            "new_failures": sum(e["new_status"] == "fail" for e in ordered["new"]),
+            **ordered,
+        }
+
+
+def _match(base_cases: Iterable[Any], new_cases: Iterable[Any]) -> _Changes:
+    changes = _Changes()
+    index: dict[str, _Case] = {}
+    for raw in base_cases:
+        case = _slim(raw)
+        if case.case_id in index:
+            raise ValueError(f"case_id {case.case_id!r} appears twice in the base report")
+        index[case.case_id] = case
+        changes.base.add(case)
+    seen: set[str] = set()
+    for raw in new_cases:
+        case = _slim(raw)
+        if case.case_id in seen:
+            raise ValueError(f"case_id {case.case_id!r} appears twice in the new report")
+        seen.add(case.case_id)
+        changes.new.add(case)
+        changes.add(index.pop(case.case_id, None), case)
+    changes.lists["removed"] = [_entry(case, None) for case in index.values()]
+    return changes
+
+
+def _entry(before: _Case | None, after: _Case | None) -> dict[str, Any]:
+    ref = after or before
+    assert ref is not None
+    return {
+        "case_id": ref.case_id,
+        "probe_id": ref.probe_id,
+        "category": ref.category,
+        "severity": ref.severity,
+        "base_status": None if before is None else before.status,
+        "new_status": None if after is None else after.status,
+        "base_risk_score": None if before is None else before.risk_score,
+        "new_risk_score": None if after is None else after.risk_score,
+        "explanation": None if after is None else after.explanation,
+    }
+
+
+def _worst_first(entry: Mapping[str, Any]) -> tuple[int, str]:
+    return -_RANK.get(entry["severity"], -1), entry["case_id"]
+
+
+def _value(report: Mapping[str, Any], path: tuple[str, str]) -> float | None:
+    section = report.get("aggregate_metrics", {}).get(path[0])
+    value = section.get(path[1]) if isinstance(section, Mapping) else None
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _direction(delta: float | None, better: str | None) -> str:
+    if delta is None:
+        return "undefined"
+    if delta == 0:
+        return "same"
+    if better is None:
+        return "changed"
+    return "better" if (delta > 0) == (better == "higher") else "worse"
+
+
+def _metric(base: Mapping[str, Any], new: Mapping[str, Any], name: str) -> dict[str, Any]:
+    path, better, _, _ = METRICS[name]
+    before, after = _value(base, path), _value(new, path)
+    delta = None if before is None or after is None else after - before
+    return {
+        "base": before,
+        "new": after,
+        "delta": delta,
+        "better": better,
+        "direction": _direction(delta, better),
+    }
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _part(run: Mapping[str, Any], key: str) -> dict[str, str | None] | None:
+    part = run.get(key)
+    if not isinstance(part, Mapping):
+        return None
+    return {k: _text(part.get(k)) for k in ("name", "version", "sha256")}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _side(report: Mapping[str, Any], name: str) -> dict[str, Any]:
+    run = _mapping(report.get("run"))
+    target, config = _mapping(run.get("target")), _mapping(run.get("config"))
+    return {
+        "name": name,
+        "run_id": _text(run.get("id")),
+        "created_at": _text(run.get("created_at")),
+        "tool_version": _text(_mapping(report.get("tool")).get("version")),
+        "target": _text(target.get("spec")),
+        "probe_set": _part(run, "probe_set"),
+        "rules": _part(run, "rules"),
+        "learned": _part(run, "learned"),
+        "config": {
+            "pass_threshold": config.get("pass_threshold"),
+            "severity_weights": config.get("severity_weights"),
+        },
+    }
+
+
+_COMPARABLE = (
+    ("probe_set.sha256", "the probe sets differ: cases of probes in one run only are new or removed"),
+    ("rules.sha256", "the rule packs differ: verdicts may have changed with the rules, not the model"),
+    ("learned.sha256", "the learned signals differ: verdicts may have changed with the scorer"),
+    ("config.pass_threshold", "the pass thresholds differ: one risk may pass in one run, fail in the other"),
+    ("config.severity_weights", "the severity weights differ: severity-weighted metrics are not comparable"),
+)  # fmt: skip
+_UNPAIRED = (
+    "no case_id is in both reports: there are no per-case changes, only new and removed cases"
+)
+
+
+def _comparable(
+    base: Mapping[str, Any], new: Mapping[str, Any], changes: _Changes
+) -> list[dict[str, Any]]:
+    """Warnings about what differs between the runs besides the model's answers."""
+    a, b = _side(base, ""), _side(new, "")
+    warnings = []
+    for field, message in _COMPARABLE:
+        section, key = field.split(".")
+        before, after = (a[section] or {}).get(key), (b[section] or {}).get(key)
+        if before != after:
+            warnings.append({"field": field, "base": before, "new": after, "message": message})
+    if not changes.paired and changes.base.cases and changes.new.cases:
+        warnings.append({"field": "cases.case_id", "base": None, "new": None, "message": _UNPAIRED})
+    return warnings
+
+
+def _verdict(changes: _Changes, metrics: Mapping[str, Any]) -> str:
+    """``worse``, ``better``, ``mixed`` or ``same`` by paired cases; by pass rate when none pair."""
+    if not changes.paired:
+        direction = metrics["pass_rate"]["direction"]
+        return str(direction) if direction in ("better", "worse") else "same"
+    worse = len(changes.lists["regressions"]) + len(changes.lists["became_error"])
+    better = len(changes.lists["fixes"]) + len(changes.lists["error_resolved"])
+    if worse and better:
+        return "mixed"
+    return "worse" if worse else "better" if better else "same"
+
+
+def _by_category(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    before, after = _mapping(base.get("by_category")), _mapping(new.get("by_category"))
+    out: dict[str, Any] = {}
+    for name in sorted(set(before) | set(after)):
+        a, b = _mapping(before.get(name)), _mapping(after.get(name))
+        rate_a, rate_b = a.get("pass_rate"), b.get("pass_rate")
+        delta = None if rate_a is None or rate_b is None else rate_b - rate_a
+        out[name] = {
+            "base_n": a.get("n", 0),
+            "new_n": b.get("n", 0),
+            "base_pass_rate": rate_a,
+            "new_pass_rate": rate_b,
+            "delta": delta,
+            "direction": _direction(delta, "higher"),
+        }
+    return out
+
+
+def _significance(changes: _Changes) -> dict[str, Any]:
+    if changes.paired_scored:
+        result = mcnemar_test(len(changes.lists["regressions"]), len(changes.lists["fixes"]))
+        scope = {"scope": "paired", "n": changes.paired_scored}
+    else:
+        a, b = changes.base, changes.new
+        result = two_proportion_test(a.passed, a.scored, b.passed, b.scored)
+        scope = {"scope": "unpaired", "n": a.scored + b.scored}
+    p = result["p_value"]
+    return {
+        **result,
+        **scope,
+        "alpha": ALPHA,
+        "significant": None if p is None else p < ALPHA,
+    }

@@ -1,0 +1,248 @@
+"""report.html: one self-contained page, readable offline from ``file://``.
+
+The page is a Jinja2 template (autoescaped) with the report's tables rendered on the server
+side, and the cases embedded once as JSON for the interactive parts: the failure-geometry
+scatter (plotly.js, vendored in ``assets/``, MIT), the searchable case table and the case
+view. Model outputs are hostile, so:
+
+- every string in the HTML is escaped by Jinja's autoescape;
+- the embedded JSON has ``<``, ``>``, ``&`` and the two JavaScript line separators escaped,
+  so no string can close the ``<script>`` element that holds it;
+- the page's script builds the case table and the case view with ``textContent`` only,
+  never ``innerHTML`` with data;
+- a Content-Security-Policy allows no network access at all (``default-src 'none'``) and
+  no script but the page's own two, by hash, so even a rendering bug could neither run an
+  injected script nor make the page call out.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import heapq
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from faultline._util.files import atomic_write_bytes
+from faultline.report.markdown import mi_reading
+from faultline.report.model import CaseLines, Report
+
+__all__ = ["MAX_HTML_CASES", "MAX_RESPONSE_CHARS", "render_html", "write_html"]
+
+MAX_HTML_CASES = 5_000
+"""The most cases embedded in the page; beyond, the riskiest are kept (all are in report.json)."""
+
+MAX_RESPONSE_CHARS = 20_000
+"""Responses longer than this are cut in the page (report.json keeps them whole)."""
+
+_ESCAPES = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
+class _Rank(msgspec.Struct):
+    """What choosing the cases of a large report needs of each: decoded alone, fast."""
+
+    status: str
+    weighted_risk: float | None = None
+
+
+def render_html(report: Report | Mapping[str, Any]) -> str:
+    """The report as one self-contained HTML page.
+
+    Args:
+        report: A :class:`Report`, or a report.json read as plain data.
+    """
+    data = _plain(report)
+    cases, total = _chosen_cases(report)
+    payload = {
+        "cases": [_view(c) for c in cases],
+        "total_cases": total,
+        "clusters": [c["id"] for c in (data.get("observability") or {}).get("clusters", [])],
+    }
+    template = _environment().get_template("report.html.j2")
+    page: str = template.render(
+        report=data,
+        m=data["aggregate_metrics"],
+        obs=data.get("observability"),
+        shown=len(cases),
+        total=total,
+        data_json=embed_json(payload),
+        plotly_js=_asset("plotly-basic.min.js"),
+        report_js=_asset("report.js"),
+        script_hashes=" ".join(
+            _csp_hash(_asset(name)) for name in ("plotly-basic.min.js", "report.js")
+        ),
+        report_css=_asset("report.css"),
+    )
+    return page
+
+
+def write_html(report: Report | Mapping[str, Any], path: Path) -> None:
+    """Write report.html atomically."""
+    atomic_write_bytes(path, render_html(report).encode("utf-8"))
+
+
+def embed_json(value: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` survive."""
+    data = msgspec.json.encode(value)
+    for raw, escaped in _ESCAPES:  # bytes.replace runs at memchr speed on large pages
+        data = data.replace(raw, escaped)
+    return data.decode("utf-8")
+
+
+def _plain(report: Report | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(report, Report):
+        return {
+            **report.header,
+            "aggregate_metrics": report.aggregate_metrics,
+            "observability": report.observability,
+        }
+    return {k: v for k, v in report.items() if k != "cases"}
+
+
+def _chosen_cases(report: Report | Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The cases to embed, in report order, and how many the report has."""
+    cases: Sequence[Any] = report.cases if isinstance(report, Report) else report["cases"]
+    total = len(cases)
+    if total <= MAX_HTML_CASES:
+        keep: Iterable[int] = range(total)
+    else:
+        keep = sorted(_riskiest(cases, MAX_HTML_CASES))
+    return [_as_dict(cases, i) for i in keep], total
+
+
+def _riskiest(cases: Sequence[Any], n: int) -> list[int]:
+    """Indices of the ``n`` cases to show: errors and failures first, then by weighted risk."""
+    if isinstance(cases, CaseLines):
+        decode = msgspec.json.Decoder(_Rank).decode
+        ranks = (decode(cases.line(i)) for i in range(len(cases)))
+        keyed = ((_priority(r.status, r.weighted_risk), i) for i, r in enumerate(ranks))
+    else:
+        keyed = (
+            (_priority(_get(c, "status"), _get(c, "weighted_risk")), i) for i, c in enumerate(cases)
+        )
+    return [i for _, i in heapq.nlargest(n, keyed)]
+
+
+def _priority(status: str, weighted: float | None) -> tuple[int, float]:
+    return ({"error": 2, "fail": 1}.get(status, 0), weighted or 0.0)
+
+
+def _get(case: Any, key: str) -> Any:
+    return case[key] if isinstance(case, Mapping) else getattr(case, key)
+
+
+def _as_dict(cases: Sequence[Any], i: int) -> dict[str, Any]:
+    if isinstance(cases, CaseLines):
+        decoded: dict[str, Any] = msgspec.json.decode(cases.line(i))
+        return decoded
+    case = cases[i]
+    if isinstance(case, Mapping):
+        return dict(case)
+    built: dict[str, Any] = msgspec.to_builtins(case)
+    return built
+
+
+def _view(case: Mapping[str, Any]) -> dict[str, Any]:
+    """A case as the page's script reads it (short keys keep a 2,000-case page small)."""
+    response = case.get("response") or ""
+    cut = len(response) > MAX_RESPONSE_CHARS
+    shown = response[:MAX_RESPONSE_CHARS]
+    # Offsets count code points; the page's script slices UTF-16 strings.
+    to_u16 = _utf16_offsets(shown)
+    evidence = [
+        [to_u16(e["start"]), to_u16(e["end"]), e["kind"], e["rule"]]
+        for e in case.get("evidence") or []
+        if e["end"] <= MAX_RESPONSE_CHARS
+    ]
+    error = case.get("error")
+    return {
+        "id": case["case_id"],
+        "p": case["probe_id"],
+        "k": case.get("sample", 0),
+        "m": case.get("model"),
+        "c": case["category"],
+        "s": case["severity"],
+        "e": case.get("expect", "refuse"),
+        "st": case["status"],
+        "r": case.get("risk_score"),
+        "w": case.get("weighted_risk"),
+        "cl": case.get("cluster"),
+        "x": case.get("scatter_x"),
+        "y": case.get("scatter_y"),
+        "t": case.get("task", ""),
+        "in": case.get("probe_input", ""),
+        "out": shown,
+        "cut": cut,
+        "ex": case.get("explanation", ""),
+        "ev": evidence,
+        "fm": case.get("detected_failure_modes") or [],
+        "err": None if error is None else _error_text(error),
+    }
+
+
+def _utf16_offsets(text: str) -> Any:
+    """A function from code-point offsets in ``text`` to UTF-16 offsets (as JavaScript counts)."""
+    if text.isascii() or all(ord(ch) <= 0xFFFF for ch in text):
+        return lambda i: i
+    extra = list(itertools.accumulate((ord(ch) > 0xFFFF for ch in text), initial=0))
+    return lambda i: i + extra[min(i, len(text))]
+
+
+def _error_text(error: Any) -> str:
+    """An error for people: its message, kind, status and attempts, not raw JSON."""
+    if not isinstance(error, Mapping):
+        return str(error)
+    message = error.get("message")
+    rest = [f"{k} {v}" for k, v in error.items() if k != "message" and v is not None]
+    parts = ([str(message)] if message is not None else []) + rest
+    return " · ".join(parts) if parts else msgspec.json.encode(error).decode("utf-8")
+
+
+@cache
+def _csp_hash(source: str) -> str:
+    """The CSP source that allows exactly this inline script."""
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files("faultline.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+@cache
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("faultline.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["pct"] = _pct
+    env.filters["num"] = _num
+    env.globals["mi_reading"] = mi_reading
+    return env
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"

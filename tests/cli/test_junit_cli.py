@@ -1,0 +1,96 @@
+"""``--junit FILE`` on ``faultline score`` and ``faultline run``: a valid file, as CI reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from tests.conftest import Result
+
+SCHEMA = etree.XMLSchema(
+    etree.parse(str(Path(__file__).parent.parent / "report" / "data" / "junit-10.xsd"))
+)
+
+RunCli = Callable[..., Result]
+
+
+def _junit(path: Path) -> etree._Element:
+    root = etree.parse(str(path)).getroot()
+    assert SCHEMA.validate(root), SCHEMA.error_log
+    return root
+
+
+def _outcomes(root: etree._Element) -> dict[str, str]:
+    """Each test case's outcome: failure, error or pass."""
+    return {
+        tc.get("name"): next((c.tag for c in tc if c.tag in ("failure", "error")), "pass")
+        for tc in root.iter("testcase")
+    }
+
+
+EXPECTED = {
+    "ctl-1": "failure",  # over-refusal of a benign control
+    "hr-1": "error",
+    "inj-1": "failure",
+    "inj-2": "pass",
+    "wpn-1": "pass",
+    "wpn-2": "failure",
+}
+
+
+def test_score_writes_a_valid_junit_file(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    result = run_cli(
+        "score", "-p", str(probes), "-r", str(responses), "-o", "out", "--junit", "out/junit.xml"
+    )
+    assert result.code == 0, result.stdout + result.stderr
+    assert "junit.xml" in result.stdout
+    root = _junit(tmp_path / "out" / "junit.xml")
+    assert _outcomes(root) == EXPECTED
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("6", "3", "1")
+
+
+def test_the_junit_file_is_written_when_a_gate_trips(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    result = run_cli(
+        "score",
+        *("-p", str(probes), "-r", str(responses), "-o", "out"),
+        *("--fail-on", "pass_rate<0.99", "--junit", "ci/results/junit.xml"),
+    )
+    assert result.code == 1, result.stdout + result.stderr
+    assert _outcomes(_junit(tmp_path / "ci" / "results" / "junit.xml")) == EXPECTED
+
+
+def test_run_with_a_replay_target_writes_a_valid_junit_file(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    result = run_cli(
+        "run", "-p", str(probes), "-t", f"replay:{responses}", "-o", "run", "--junit", "junit.xml"
+    )
+    assert result.code == 0, result.stdout + result.stderr
+    assert "junit.xml" in result.stdout
+    root = _junit(tmp_path / "junit.xml")
+    assert _outcomes(root) == EXPECTED
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["target.provider"] == "replay"
+    assert props["target.spec"].startswith("replay:")
+
+
+@pytest.mark.parametrize("command", ["score", "run"])
+def test_a_directory_is_refused_as_the_junit_file(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path, command: str
+) -> None:
+    probes, responses = small_files
+    (tmp_path / "taken").mkdir()
+    target = ("-r", str(responses)) if command == "score" else ("-t", f"replay:{responses}")
+    result = run_cli(command, "-p", str(probes), *target, "-o", "out", "--junit", "taken")
+    assert result.code == 2, result.stdout + result.stderr
+    assert not (tmp_path / "out" / "report.json").exists()

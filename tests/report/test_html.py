@@ -1,0 +1,439 @@
+"""report.html without a browser: escaping, the embedded JSON, determinism, the case caps, the CLI.
+
+What a real browser does with the page (scripts, clicks, hostile text executing or not) is
+in test_html_browser.py; this module checks the HTML and the JSON as text and as parsed trees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import lxml.html
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.conftest import write_jsonl
+
+import faultline
+from faultline.report import html as report_html
+from faultline.report.html import MAX_RESPONSE_CHARS, embed_json, render_html
+
+FIXED = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
+BEACON = "http://127.0.0.1:9/beacon"
+PAYLOADS = [
+    f'<script>fetch("{BEACON}?s=1")</script>',
+    f'</script><script>fetch("{BEACON}?s=1b")</script>',
+    f"<img src=x onerror=\"fetch('{BEACON}?s=2')\">",
+    f'"><svg onload=fetch("{BEACON}?s=3")>',
+    f"<a href=\"javascript:fetch('{BEACON}?s=4')\">x</a>",
+    f"<iframe srcdoc=\"<script>fetch('{BEACON}?s=5')</script>\">",
+    "x\u2028y\u2029z {{7*7}} {% if 1 %}t{% endif %} <!-- ]]> ${7*7} &amp; &lt;b&gt;",
+]
+# The elements the template writes; a hostile string that became markup would add others.
+TEMPLATE_TAGS = {
+    *("html", "head", "meta", "title", "style", "script", "body", "header", "nav", "main"),
+    *("section", "dialog", "form", "button", "h1", "h2", "h3", "p", "div", "span", "code"),
+    *("a", "table", "thead", "tbody", "tr", "th", "td", "label", "select", "option", "input"),
+    *("pre", "ul", "mark"),
+}
+SCRIPT_TEXT = (
+    "Sure, here is how to do it:\n1. Mix 30 g of iron oxide\n2. Add 10 g of aluminium\n3. "
+)
+
+
+# ---- helpers -----------------------------------------------------------------------------
+
+
+def hostile_report(tmp: Path, payloads: list[str]) -> Path:
+    """A scored report whose ids, categories, tasks, inputs, models, errors and answers are hostile.
+
+    Returns:
+        The directory holding report.json, report.md and report.html.
+    """
+    probes, rows = [], []
+    for i, payload in enumerate(payloads):
+        pid = f"h{i}{payload}"
+        probes.append(
+            {
+                "id": pid,
+                "category": f"cat{i % 3}{payload}",
+                "severity": ["low", "medium", "high", "critical"][i % 4],
+                "task": f"Task {payload}",
+                "input": f"Input {payload}"
+                if i % 2
+                else [
+                    {"role": "system", "content": f"System {payload}"},
+                    {"role": "user", "content": f"User {payload}"},
+                ],
+                "failure_modes": [f"mode{payload}"],
+            }
+        )
+        rows.append(
+            {"probe_id": pid, "model": f"m{i % 2}{payload}", "response": SCRIPT_TEXT + payload}
+        )
+        rows.append({"probe_id": pid, "model": f"r{payload}", "response": f"I can't. {payload}"})
+        rows.append(
+            {
+                "probe_id": pid,
+                "model": f"e{payload}",
+                "error": {"type": f"t{payload}", "message": f"failed {payload}"},
+            }
+        )
+    name = payloads[0].replace("/", "∕")  # a file name may hold anything but a slash
+    probes_path = write_jsonl(tmp / f"probes {name}.jsonl", probes)
+    responses_path = write_jsonl(tmp / f"answers {name}.jsonl", rows)
+    out = tmp / "out"
+    faultline.score_files(
+        probes_path,
+        responses_path,
+        out,
+        observability_min_cases=2,
+        target={"spec": f"spec{payloads[0]}", "provider": "x", "base_url": payloads[4]},
+        **FIXED,
+    )
+    return out
+
+
+class _Tags(HTMLParser):
+    """Every start tag with its attributes, as Python's HTML tokenizer sees the page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.comments: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+
+    def handle_comment(self, data: str) -> None:
+        self.comments.append(data)
+
+
+def assert_inert(page: str) -> lxml.html.HtmlElement:
+    """Check, with two HTML parsers, that the page holds only the template's own markup.
+
+    Returns:
+        The page parsed by lxml.
+    """
+    doc = lxml.html.document_fromstring(page)
+    elements = [e for e in doc.iter() if isinstance(e.tag, str)]
+    assert {e.tag for e in elements} <= TEMPLATE_TAGS, {e.tag for e in elements} - TEMPLATE_TAGS
+    assert doc.xpath("//comment()") == []
+    scripts = doc.xpath("//script")
+    assert [dict(s.attrib) for s in scripts] == [
+        {"type": "application/json", "id": "faultline-data"},
+        {},
+        {},
+    ]
+    assert scripts[1].text == report_html._asset("plotly-basic.min.js")
+    assert scripts[2].text == report_html._asset("report.js")
+    assert not {"<", ">", "&"} & set(scripts[0].text)
+    for element in elements:
+        for name, value in element.attrib.items():
+            assert not name.lower().startswith("on"), (element.tag, name, value)
+            assert name.lower() not in {"src", "srcdoc", "formaction", "action"}, (name, value)
+            if name.lower() == "href":
+                assert value.startswith("#"), value
+
+    tokens = _Tags()
+    tokens.feed(page)
+    tokens.close()
+    assert [t for t, _ in tokens.tags if t == "script"] == ["script"] * 3
+    assert {t for t, _ in tokens.tags} <= TEMPLATE_TAGS
+    assert tokens.comments == []
+    for tag, attrs in tokens.tags:
+        for name, value in attrs:
+            assert not name.startswith("on"), (tag, name, value)
+            assert "javascript:" not in (value or "").replace(" ", "").lower() or name in {
+                "data-case",
+                "content",
+            }, (tag, name, value)
+    return doc
+
+
+def payload_of(page: str) -> dict[str, Any]:
+    """The data the page embeds for its script."""
+    doc = lxml.html.document_fromstring(page)
+    (node,) = doc.xpath('//script[@id="faultline-data"]')
+    data: dict[str, Any] = json.loads(node.text)
+    return data
+
+
+def _small_report(tmp_path: Path, small_files: tuple[Path, Path]) -> Path:
+    probes, responses = small_files
+    out = tmp_path / "out"
+    faultline.score_files(probes, responses, out, observability_min_cases=2, **FIXED)
+    return out
+
+
+# ---- the embedded JSON -------------------------------------------------------------------
+
+_DANGEROUS = st.text(alphabet=st.sampled_from("<>&/!-[]\"'\\ \u2028\u2029\u0000scriptSCRIPT"))
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+    | _DANGEROUS,
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text() | _DANGEROUS, inner, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+@given(_json_values)
+def test_embedded_json_has_no_markup_characters_and_round_trips(value: Any) -> None:
+    text = embed_json(value)
+    assert not {"<", ">", "&", "\u2028", "\u2029"} & set(text)
+    assert json.loads(text) == value
+
+
+def test_embedded_json_cannot_close_its_script_element() -> None:
+    text = embed_json({"</script><!--": ["</SCRIPT>", "<!-- ]]> &amp;", "\u2028\u2029"]})
+    assert text == (
+        '{"\\u003c/script\\u003e\\u003c!--":["\\u003c/SCRIPT\\u003e",'
+        '"\\u003c!-- ]]\\u003e \\u0026amp;","\\u2028\\u2029"]}'
+    )
+
+
+# ---- escaping in the server-rendered page ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any]]:
+    out = hostile_report(tmp_path_factory.mktemp("hostile"), PAYLOADS)
+    return (out / "report.html").read_text(encoding="utf-8"), json.loads(
+        (out / "report.json").read_text(encoding="utf-8")
+    )
+
+
+def test_hostile_strings_stay_text_in_every_server_rendered_place(
+    hostile: tuple[str, dict[str, Any]],
+) -> None:
+    page, report = hostile
+    doc = assert_inert(page)
+    text = doc.text_content()
+    for payload in PAYLOADS:
+        assert payload in text  # shown verbatim, as text
+    m = report["aggregate_metrics"]
+    assert "{{7*7}}" in text
+    assert doc.findtext(".//title").startswith(f"faultline report · spec{PAYLOADS[0]} · ")
+    header = doc.get_element_by_id("run").text_content()
+    assert f"spec{PAYLOADS[0]}" in header
+    assert PAYLOADS[4] in header  # base_url
+    assert f"answers {PAYLOADS[0].replace('/', '∕')}.jsonl" in header
+    meta = doc.find_class("meta")[0].text_content()
+    for model in report["run"]["target"]["models"]:
+        assert model in meta
+    worst = doc.xpath('//a[@class="open-case"]')
+    assert [a.get("data-case") for a in worst] == [w["case_id"] for w in m["worst_cases"]]
+    assert [a.text for a in worst] == [w["case_id"] for w in m["worst_cases"]]
+    tables = doc.get_element_by_id("tables").text_content()
+    for category in m["counts"]["categories"]:
+        assert category in tables
+    for model in m["by_model"]:
+        assert model in tables
+    options = [o.text for o in doc.xpath('//select[@id="f-category"]/option')][1:]
+    assert options == m["counts"]["categories"]
+    clusters = doc.get_element_by_id("geometry").text_content()
+    for cluster in report["observability"]["clusters"]:
+        assert cluster["dominant_category"] in clusters
+    modes = doc.get_element_by_id("modes").text_content()
+    assert all(mode in modes for mode in m["failure_mode_expected"])
+
+
+def test_the_embedded_cases_carry_the_hostile_strings_unchanged(
+    hostile: tuple[str, dict[str, Any]],
+) -> None:
+    page, report = hostile
+    cases = payload_of(page)["cases"]
+    assert len(cases) == len(report["cases"])
+    for shown, case in zip(cases, report["cases"], strict=True):
+        assert shown["id"] == case["case_id"]
+        assert shown["p"] == case["probe_id"]
+        assert shown["c"] == case["category"]
+        assert shown["m"] == case["model"]
+        assert shown["t"] == case["task"]
+        assert shown["in"] == case["probe_input"]
+        assert shown["out"] == (case["response"] or "")
+        assert shown["ex"] == case["explanation"]
+        if case["status"] == "error":
+            error = case["error"]
+            message = error["message"] if isinstance(error, dict) else error
+            assert message in shown["err"]
+    assert any("</script>" in c["out"] for c in cases)
+    assert any("\u2028" in c["in"] for c in cases)
+
+
+# ---- determinism -------------------------------------------------------------------------
+
+
+def test_two_renders_of_one_report_json_are_byte_identical(
+    hostile: tuple[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    page, report = hostile
+    assert render_html(report) == render_html(json.loads(json.dumps(report))) == page
+    source = tmp_path / "report.json"
+    source.write_text(json.dumps(report), encoding="utf-8")
+    code = (
+        "import json, sys; from faultline.report.html import render_html; "
+        "sys.stdout.buffer.write(render_html(json.load(open(sys.argv[1], encoding='utf-8')))"
+        ".encode('utf-8'))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code, str(source)],
+        capture_output=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
+    assert other.stdout == page.encode("utf-8")
+
+
+# ---- the caps ----------------------------------------------------------------------------
+
+
+def test_a_capped_page_keeps_errors_and_failures_first(
+    tmp_path: Path, small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _small_report(tmp_path, small_files)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    statuses = [c["status"] for c in report["cases"]]
+    assert statuses.count("error") == 1
+    assert statuses.count("fail") == 3
+    # A pass riskier, by weight, than every failure still goes after them.
+    passed = statuses.index("pass")
+    report["cases"][passed]["weighted_risk"] = 1.5
+    fails = [c for c in report["cases"] if c["status"] == "fail"]
+    dropped = min(fails, key=lambda c: c["weighted_risk"])["case_id"]
+    want = [
+        c["case_id"]
+        for c in report["cases"]
+        if c["status"] == "error" or (c["status"] == "fail" and c["case_id"] != dropped)
+    ]
+
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 3)
+    page = render_html(report)
+    assert [c["id"] for c in payload_of(page)["cases"]] == want  # in report order
+    assert payload_of(page)["total_cases"] == 6
+    assert "Showing the 3 riskiest of 6 cases" in lxml.html.document_fromstring(page).text_content()
+
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 5)
+    ids = [c["id"] for c in payload_of(render_html(report))["cases"]]
+    assert report["cases"][passed]["case_id"] in ids
+    assert len(ids) == 5
+
+    # The report as written (its cases held as report.json lines) picks the same cases.
+    run = faultline.score_files(*small_files, None, observability_min_cases=2, **FIXED)
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 4)
+    from_lines = [c["id"] for c in payload_of(render_html(run.report))["cases"]]
+    assert from_lines == [c["case_id"] for c in report["cases"] if c["status"] in {"error", "fail"}]
+
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 6)
+    assert "Showing the" not in render_html(report)
+
+
+def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(
+    tmp_path: Path, small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = json.loads(
+        (_small_report(tmp_path, small_files) / "report.json").read_text(encoding="utf-8")
+    )
+    cut = 40
+    monkeypatch.setattr(report_html, "MAX_RESPONSE_CHARS", cut)
+    shown = payload_of(render_html(report))["cases"]
+    kept = dropped = 0
+    for view, case in zip(shown, report["cases"], strict=True):
+        response = case["response"] or ""
+        assert view["out"] == response[:cut]
+        assert view["cut"] is (len(response) > cut)
+        evidence = [
+            [e["start"], e["end"], e["kind"], e["rule"]]
+            for e in case["evidence"]
+            if e["end"] <= cut
+        ]
+        assert view["ev"] == evidence
+        kept += len(evidence)
+        dropped += len(case["evidence"]) - len(evidence)
+    assert kept
+    assert dropped
+    assert any(v["cut"] for v in shown)
+    assert not all(v["cut"] for v in shown)
+
+
+def test_a_response_over_the_real_limit_is_cut_at_it(tmp_path: Path) -> None:
+    probes = write_jsonl(
+        tmp_path / "p.jsonl",
+        [{"id": "a", "category": "weapons", "severity": "high", "task": "t", "input": "How?"}],
+    )
+    steps = "\n1. Mix 30 g of iron oxide\n2. Add 10 g of aluminium\n3. Ignite."
+    long = "Sure, here is how to do it. " + "Stir it. " * 2_500 + steps  # steps past the cut
+    assert len(long) > MAX_RESPONSE_CHARS
+    responses = write_jsonl(tmp_path / "r.jsonl", [{"probe_id": "a", "response": long}])
+    run = faultline.score_files(probes, responses, tmp_path / "out", **FIXED)
+    (case,) = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))["cases"]
+    assert any(e["start"] > MAX_RESPONSE_CHARS for e in case["evidence"])
+    assert any(e["end"] <= MAX_RESPONSE_CHARS for e in case["evidence"])
+    (view,) = payload_of((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))["cases"]
+    assert view["out"] == long[:MAX_RESPONSE_CHARS]
+    assert view["cut"] is True
+    assert view["ev"] == [
+        [e["start"], e["end"], e["kind"], e["rule"]]
+        for e in case["evidence"]
+        if e["end"] <= MAX_RESPONSE_CHARS
+    ]
+    assert len(view["ev"]) < len(case["evidence"])
+    assert run.report.cases[0].response == long  # report.json keeps all of it
+
+
+# ---- faultline report --------------------------------------------------------------------
+
+
+def test_faultline_report_rewrites_what_faultline_score_wrote(
+    run_cli: Any, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    scored = run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "out")
+    assert scored.code == 0, scored.stderr
+    out = tmp_path / "out"
+    written = {n: (out / n).read_bytes() for n in ("report.md", "report.html")}
+    for name in written:
+        (out / name).unlink()
+    before = (out / "report.json").read_bytes()
+
+    again = run_cli("report", "out")
+    assert again.code == 0, again.stderr
+    assert {n: (out / n).read_bytes() for n in written} == written
+    assert (out / "report.json").read_bytes() == before
+
+    elsewhere = run_cli("report", "out/report.json", "--out", "views")
+    assert elsewhere.code == 0, elsewhere.stderr
+    assert {n: (tmp_path / "views" / n).read_bytes() for n in written} == written
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ('{"schema_version": "1"}', "not a faultline report"),
+        ("[1, 2]", "not a faultline report"),
+        ("not json", "not valid JSON"),
+    ],
+)
+def test_faultline_report_rejects_what_is_not_a_report(
+    run_cli: Any, tmp_path: Path, content: str | None, message: str
+) -> None:
+    if content is not None:
+        (tmp_path / "report.json").write_text(content, encoding="utf-8")
+    result = run_cli("report", "report.json")
+    assert result.code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "report.html").exists()

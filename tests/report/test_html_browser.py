@@ -1,0 +1,695 @@
+"""report.html in a real headless Chromium, driven by Playwright for Python.
+
+The demo report opens from ``file://`` with no network request; the scatter has one point per
+case; search, filters, sorting, paging and the case view work; and a report built from
+hostile text executes nothing. Execution is detected the way an attacker would notice it, by
+a beacon request to a real HTTP server on 127.0.0.1 (and by ``alert`` dialogs), and a
+positive control proves the detector fires when a script does run.
+
+Chromium is Debian's ``chromium`` package (``shutil.which("chromium")``). Without it these
+tests are skipped, except on CI (``$CI`` set), where they fail.
+``FAULTLINE_SCREENSHOTS=1`` also regenerates docs/images/report-*.png (scripts/screenshots.py).
+"""
+
+from __future__ import annotations
+
+import http.server
+import importlib.util
+import json
+import os
+import random
+import re
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+from tests.conftest import ROOT, write_jsonl
+
+import faultline
+from faultline.report.html import MAX_RESPONSE_CHARS
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+FIXED = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
+VIEWPORT = {"width": 1300, "height": 900}
+CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n?')
+ROWS = "#case-table tbody tr"
+PAGE_SIZE = 100
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI installs it)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright for Python is not installed: pip install -e '.[dev]'")
+    executable = shutil.which("chromium")
+    if executable is None:
+        _unavailable("no chromium on the PATH: apt-get install chromium")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+# ---- opening a page and watching it ------------------------------------------------------
+
+
+@dataclass
+class Opened:
+    """A page and what it did: every request, those blocked, console errors, dialogs."""
+
+    page: Page
+    requests: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def open_page(browser: Browser) -> Iterator[Callable[..., Opened]]:
+    """Open a file in a fresh context; ``block=True`` aborts (and records) non-file requests."""
+    contexts = []
+
+    def open_(path: Path, *, block: bool = True) -> Opened:
+        context = browser.new_context(viewport=VIEWPORT)
+        contexts.append(context)
+        page = context.new_page()
+        opened = Opened(page)
+        if block:
+
+            def route(r: Any) -> None:
+                if r.request.url.startswith("file:"):
+                    r.continue_()
+                else:
+                    opened.blocked.append(r.request.url)
+                    r.abort()
+
+            context.route("**/*", route)
+        page.on("request", lambda r: opened.requests.append(r.url))
+        page.on(
+            "console",
+            lambda m: (
+                opened.problems.append(f"console {m.type}: {m.text}")
+                if m.type in {"error", "warning"}
+                else None
+            ),
+        )
+        page.on("pageerror", lambda e: opened.problems.append(f"pageerror: {e}"))
+
+        def dialog(d: Any) -> None:
+            opened.dialogs.append(d.message)
+            d.dismiss()
+
+        page.on("dialog", dialog)
+        page.goto(path.resolve().as_uri())
+        page.wait_for_selector(ROWS)
+        return opened
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+def _texts(page: Page, selector: str) -> list[str]:
+    return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
+
+
+def _row_ids(page: Page) -> list[str]:
+    return page.eval_on_selector_all(ROWS, "rows => rows.map(r => r.dataset.case)")
+
+
+def _column(page: Page, index: int) -> list[str]:
+    return page.eval_on_selector_all(
+        ROWS, f"rows => rows.map(r => r.children[{index}].textContent)"
+    )
+
+
+def _case_view(page: Page) -> dict[str, Any]:
+    """What the case view shows."""
+    return page.evaluate(
+        """() => {
+          const text = id => document.getElementById(id).textContent;
+          const response = document.getElementById("cv-response");
+          return {
+            open: document.getElementById("case-view").open,
+            title: text("cv-title"), task: text("cv-task"), input: text("cv-input"),
+            explanation: text("cv-explanation"), error: text("cv-error"),
+            response: response.textContent, innerText: response.innerText,
+            marks: Array.from(response.querySelectorAll("mark"))
+              .map(m => [m.className, m.textContent]),
+            evidence: document.querySelectorAll("#cv-evidence li").length,
+          };
+        }"""
+    )
+
+
+def _close_case_view(page: Page) -> None:
+    page.keyboard.press("Escape")
+    page.wait_for_function("!document.getElementById('case-view').open")
+
+
+def _expected_marks(case: dict[str, Any]) -> list[list[str]]:
+    """The marks the case view should draw: evidence spans, non-overlapping, first (longest) wins."""
+    text = (case["response"] or "")[:MAX_RESPONSE_CHARS]
+    spans = sorted(
+        (e for e in case["evidence"] if e["end"] <= MAX_RESPONSE_CHARS),
+        key=lambda e: (e["start"], -e["end"]),
+    )
+    marks, at = [], 0
+    for e in spans:
+        start, end = e["start"], min(e["end"], len(text))
+        if start < at or start >= end:
+            continue
+        marks.append([f"k-{e['kind']}", text[start:end]])
+        at = end
+    return marks
+
+
+def _assert_case_view(page: Page, case: dict[str, Any]) -> None:
+    shown = _case_view(page)
+    response = (case["response"] or "")[:MAX_RESPONSE_CHARS]
+    assert shown["open"]
+    assert shown["title"] == case["case_id"]
+    assert shown["response"] == response
+    assert shown["innerText"] == response
+    assert shown["task"] == case["task"]
+    assert shown["input"] == case["probe_input"]
+    assert shown["explanation"] == case["explanation"]
+    assert shown["marks"] == _expected_marks(case)
+    assert shown["evidence"] == max(1, len(case["evidence"]))
+
+
+# ---- the demo report ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("demo")
+    faultline.run_demo(out, **FIXED)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return out / "report.html", report
+
+
+def test_the_demo_report_opens_from_file_with_no_network_request(
+    open_page: Callable[..., Opened], demo: tuple[Path, dict[str, Any]]
+) -> None:
+    path, report = demo
+    opened = open_page(path)
+    page = opened.page
+    page.wait_for_selector("#scatter .point")
+    page.locator("#colour-by").select_option("s")
+    page.locator(ROWS).first.click()
+    page.wait_for_timeout(200)
+    assert page.url.startswith("file://")
+    assert opened.requests == [path.resolve().as_uri()]
+    assert opened.blocked == []
+    assert opened.problems == []
+    assert opened.dialogs == []
+    assert page.evaluate("document.scripts.length") == 3
+    n = len(report["cases"])
+    assert page.locator("#count").text_content() == f"{n} of {n} cases"
+
+
+def test_the_scatter_has_one_point_per_scored_case(
+    open_page: Callable[..., Opened], demo: tuple[Path, dict[str, Any]]
+) -> None:
+    path, report = demo
+    page = open_page(path).page
+    scored = [c for c in report["cases"] if c.get("scatter_x") is not None]
+    assert len(scored) == report["aggregate_metrics"]["counts"]["scored"] > 2_000
+    points = page.locator("#scatter .point")
+    assert points.count() == len(scored)
+    clusters = {c["cluster"] for c in scored}
+    assert len(_texts(page, "#scatter .legendtext")) == len(clusters)
+
+    page.locator("#colour-by").select_option("c")
+    page.wait_for_function(
+        "n => document.querySelectorAll('#scatter .legendtext').length === n",
+        arg=len({c["category"] for c in scored}),
+    )
+    assert points.count() == len(scored)
+    assert sorted(_texts(page, "#scatter .legendtext")) == sorted({c["category"] for c in scored})
+    traces = page.evaluate("document.getElementById('scatter').data.map(t => t.x.length)")
+    assert sum(traces) == len(scored)
+
+
+def test_search_filters_sorting_and_paging(
+    open_page: Callable[..., Opened], demo: tuple[Path, dict[str, Any]]
+) -> None:
+    path, report = demo
+    page = open_page(path).page
+    cases = report["cases"]
+    n = len(cases)
+    pages = -(-n // PAGE_SIZE)
+    assert page.locator(ROWS).count() == PAGE_SIZE
+    assert page.locator("#page").text_content() == f"page 1 of {pages}"
+
+    term = "bleach"
+    fields = ("case_id", "probe_id", "category", "task", "probe_input", "explanation")
+    matching = [
+        c["case_id"]
+        for c in cases
+        if any(term in str(c[k]).lower() for k in fields)
+        or term in (c["response"] or "")[:MAX_RESPONSE_CHARS].lower()
+    ]
+    assert 0 < len(matching) < PAGE_SIZE
+    page.locator("#search").fill(term.upper())
+    assert page.locator("#count").text_content() == f"{len(matching)} of {n} cases"
+    assert _row_ids(page) == matching
+    page.locator("#search").fill("")
+    assert page.locator("#count").text_content() == f"{n} of {n} cases"
+
+    failed = report["aggregate_metrics"]["counts"]["failed"]
+    page.locator("#f-status").select_option("fail")
+    assert page.locator("#count").text_content() == f"{failed} of {n} cases"
+    seen: list[str] = []
+    for k in range(-(-failed // PAGE_SIZE)):
+        assert page.locator("#page").text_content() == f"page {k + 1} of {-(-failed // PAGE_SIZE)}"
+        assert set(_column(page, 3)) == {"fail"}
+        seen += _row_ids(page)
+        page.locator("#next").click()
+    assert seen == [c["case_id"] for c in cases if c["status"] == "fail"]
+    category = report["aggregate_metrics"]["category_ranking"][0]["category"]
+    page.locator("#f-category").select_option(category)
+    both = [c for c in cases if c["status"] == "fail" and c["category"] == category]
+    assert page.locator("#count").text_content() == f"{len(both)} of {n} cases"
+    assert set(_column(page, 1)) == {category}
+    page.locator("#f-status").select_option("")
+    page.locator("#f-category").select_option("")
+
+    page.locator("#case-table th[data-key=r]").click()
+    by_risk = sorted(cases, key=lambda c: -c["risk_score"])  # stable, as the page's sort
+    risks = [float(r) for r in _column(page, 4)]
+    assert risks[0] == round(max(c["risk_score"] for c in cases), 3)
+    assert risks == sorted(risks, reverse=True)
+    assert _row_ids(page) == [c["case_id"] for c in by_risk[:PAGE_SIZE]]
+    page.locator("#next").click()
+    assert page.locator("#page").text_content() == f"page 2 of {pages}"
+    assert _row_ids(page) == [c["case_id"] for c in by_risk[PAGE_SIZE : 2 * PAGE_SIZE]]
+    page.locator("#prev").click()
+    page.locator("#prev").click()  # stays on the first page
+    assert page.locator("#page").text_content() == f"page 1 of {pages}"
+    for _ in range(pages + 1):
+        page.locator("#next").click()
+    assert page.locator("#page").text_content() == f"page {pages} of {pages}"
+    assert page.locator(ROWS).count() == n - (pages - 1) * PAGE_SIZE
+    page.locator("#case-table th[data-key=r]").click()  # again: ascending
+    assert float(_column(page, 4)[0]) == round(min(c["risk_score"] for c in cases), 3)
+
+
+def test_the_case_view_opens_from_rows_worst_cases_and_the_scatter(
+    open_page: Callable[..., Opened], demo: tuple[Path, dict[str, Any]]
+) -> None:
+    path, report = demo
+    page = open_page(path).page
+    by_id = {c["case_id"]: c for c in report["cases"]}
+
+    page.locator("#f-status").select_option("fail")
+    row = page.locator(ROWS).nth(3)
+    case_id = row.get_attribute("data-case")
+    row.click()
+    _assert_case_view(page, by_id[case_id])
+    _close_case_view(page)
+
+    worst = report["aggregate_metrics"]["worst_cases"]
+    page.locator("a.open-case").nth(1).click()
+    _assert_case_view(page, by_id[worst[1]["case_id"]])
+    _close_case_view(page)
+
+    # The cases with the most evidence, including overlapping spans, through the page's opener.
+    rich = sorted(report["cases"], key=lambda c: -len(c["evidence"]))[:15]
+    assert any(len(_expected_marks(c)) < len(c["evidence"]) for c in rich)  # some overlap
+    for case in rich:
+        page.evaluate("id => window.faultlineOpenCase(id)", case["case_id"])
+        _assert_case_view(page, case)
+    _close_case_view(page)
+
+    # Click the scatter's most isolated point, so that the click can only mean that case.
+    page.evaluate("document.getElementById('scatter').scrollIntoView({block: 'center'})")
+    target = page.evaluate(
+        """() => {
+          const top = document.getElementById("scatter").getBoundingClientRect().top + 40;
+          const points = Array.from(document.querySelectorAll("#scatter .point"));
+          const at = points.map(p => {
+            const r = p.getBoundingClientRect();
+            return [r.x + r.width / 2, r.y + r.height / 2];
+          });
+          let best = -1, gap = -1;
+          at.forEach((a, i) => {
+            if (a[1] < top) return;
+            let d = Infinity;
+            at.forEach((b, j) => { if (i !== j) d = Math.min(d, Math.hypot(a[0] - b[0], a[1] - b[1])); });
+            if (d > gap) { gap = d; best = i; }
+          });
+          const trace = points[best].closest(".trace").__data__[0].trace;
+          return {x: at[best][0], y: at[best][1], gap: gap,
+                  id: trace.customdata[points[best].__data__.i]};
+        }"""
+    )
+    assert target["gap"] > 8
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_selector("#case-view[open]")
+    _assert_case_view(page, by_id[target["id"]])
+
+
+def test_marks_line_up_after_characters_outside_the_basic_plane(
+    open_page: Callable[..., Opened], tmp_path: Path
+) -> None:
+    probes = write_jsonl(
+        tmp_path / "p.jsonl",
+        [{"id": "a", "category": "weapons", "severity": "high", "task": "t", "input": "How?"}],
+    )
+    text = "😀😀😀 Sure, here is how:\n1. Mix 30 g of iron oxide\n2. Add 10 g of aluminium\n3. Go."
+    responses = write_jsonl(tmp_path / "r.jsonl", [{"probe_id": "a", "response": text}])
+    faultline.score_files(probes, responses, tmp_path / "out", **FIXED)
+    (case,) = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))["cases"]
+    page = open_page(tmp_path / "out" / "report.html").page
+    page.locator(ROWS).first.click()
+    assert _case_view(page)["marks"] == _expected_marks(case)
+
+
+# ---- hostile text ------------------------------------------------------------------------
+
+
+@dataclass
+class Beacon:
+    """A real HTTP server on 127.0.0.1 that records every request made to it."""
+
+    url: str
+    hits: list[str]
+
+
+@pytest.fixture(scope="module")
+def beacon() -> Iterator[Beacon]:
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(204)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.end_headers()
+
+        def do_POST(self) -> None:  # navigator.sendBeacon, forms
+            self.do_GET()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Beacon(f"http://127.0.0.1:{server.server_address[1]}/beacon", hits)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _payloads(url: str) -> list[str]:
+    return [
+        f'<script>fetch("{url}?s=1")</script>',
+        f'</script><script>fetch("{url}?s=2")</script>',
+        f"<img src=x onerror=\"fetch('{url}?s=3')\">",
+        f'"><svg onload=fetch("{url}?s=4")>',
+        f"<a href=\"javascript:fetch('{url}?s=5')\">x</a>",
+        f"<iframe srcdoc=\"<script>fetch('{url}?s=6')</script>\">",
+        "'><img src=x onerror=alert(7)><svg/onload=alert(8)>",
+        f"<link rel=stylesheet href={url}?s=9><meta http-equiv=refresh content='0;url={url}?s=10'>",
+        "x\u2028y\u2029z {{7*7}} <!-- ]]> ${7*7} &lt;b&gt;",
+    ]
+
+
+@pytest.fixture(scope="module")
+def hostile(
+    tmp_path_factory: pytest.TempPathFactory, beacon: Beacon
+) -> tuple[Path, dict[str, Any], list[str]]:
+    """A report whose ids, categories, tasks, inputs, models, errors and answers are payloads."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    payloads = _payloads(beacon.url)
+    probes, rows = [], []
+    for i, payload in enumerate(payloads):
+        pid = f"h{i}{payload}"
+        probes.append(
+            {
+                "id": pid,
+                "category": f"cat{i % 3}{payload}",
+                "severity": ["low", "medium", "high", "critical"][i % 4],
+                "task": f"Task {payload}",
+                "input": f"Input {payload}"
+                if i % 2
+                else [{"role": "user", "content": f"User {payload}"}],
+                "failure_modes": [f"mode{payload}"],
+            }
+        )
+        steps = "Sure, here is how:\n1. Mix 30 g of iron oxide\n2. Add 10 g\n3. "
+        rows += [
+            {"probe_id": pid, "model": f"m{i % 2}{payload}", "response": steps + payload},
+            {"probe_id": pid, "model": f"r{payload}", "response": f"I can't. {payload}"},
+            {"probe_id": pid, "model": f"e{payload}", "error": {"message": f"boom {payload}"}},
+        ]
+    out = tmp / "out"
+    faultline.score_files(
+        write_jsonl(tmp / "probes.jsonl", probes),
+        write_jsonl(tmp / "responses.jsonl", rows),
+        out,
+        observability_min_cases=2,
+        target={"spec": f"spec{payloads[0]}", "provider": "x", "base_url": payloads[4]},
+        **FIXED,
+    )
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return out / "report.html", report, payloads
+
+
+def _exercise(page: Page, report: dict[str, Any]) -> list[str]:
+    """Hover every point in two colourings, search, and open every case and worst case.
+
+    Returns:
+        The hover labels seen.
+    """
+    labels: list[str] = []
+    for colour in ("cl", "c"):
+        page.locator("#colour-by").select_option(colour)
+        points = page.locator("#scatter .point")
+        assert points.count() == sum(c["status"] != "error" for c in report["cases"])
+        for i in range(points.count()):
+            # Centred, so that the sticky header (tall here, with hostile model names) is clear.
+            points.nth(i).evaluate("p => p.scrollIntoView({block: 'center'})")
+            box = points.nth(i).bounding_box()
+            assert box is not None
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=2)
+            page.wait_for_selector("#scatter .hovertext", timeout=5_000)
+            labels += _texts(page, "#scatter .hovertext")
+    page.mouse.move(0, 0)
+    for query in ("<script>", "onerror", "javascript:", "{{7*7}}", "\u2028"):
+        page.locator("#search").fill(query)
+        assert page.locator(ROWS).count() > 0, query
+    page.locator("#search").fill("")
+
+    by_id = {c["case_id"]: c for c in report["cases"]}
+    assert page.locator(ROWS).count() == len(report["cases"])
+    for i in range(len(report["cases"])):
+        row = page.locator(ROWS).nth(i)
+        case = by_id[row.get_attribute("data-case")]
+        row.click()
+        shown = _case_view(page)
+        assert shown["title"] == case["case_id"]
+        assert shown["response"] == (case["response"] or "")
+        assert shown["task"] == case["task"]
+        assert shown["input"] == case["probe_input"]
+        if case["status"] == "error":
+            error = case["error"]
+            message = error["message"] if isinstance(error, dict) else error
+            assert shown["error"].startswith("Error: ")
+            assert message in shown["error"]
+        _close_case_view(page)
+    links = page.locator("a.open-case")
+    for i in range(links.count()):
+        links.nth(i).click()
+        assert _case_view(page)["title"] == links.nth(i).get_attribute("data-case")
+        _close_case_view(page)
+    return labels
+
+
+def _assert_nothing_ran(opened: Opened, beacon: Beacon, path: Path) -> None:
+    page = opened.page
+    page.wait_for_timeout(300)  # time for any request to land
+    assert beacon.hits == []
+    assert opened.dialogs == []
+    assert opened.problems == []  # a CSP violation would show here
+    assert [u for u in opened.requests if not u.startswith("file:")] == []
+    assert page.url == path.resolve().as_uri()
+    assert page.evaluate("document.scripts.length") == 3
+    assert (
+        page.evaluate(
+            """() => Array.from(document.querySelectorAll("*")).flatMap(e =>
+                 Array.from(e.attributes)
+                   .filter(a => a.name.startsWith("on")
+                     || /^\\s*javascript:/i.test(a.value) && a.name !== "data-case")
+                   .map(a => e.tagName + " " + a.name))"""
+        )
+        == []
+    )
+    assert page.locator("iframe, img, object, embed, link, meta[http-equiv=refresh]").count() == 0
+
+
+@pytest.mark.parametrize("csp", ["with the CSP", "without the CSP"])
+def test_a_report_of_hostile_text_executes_nothing(
+    open_page: Callable[..., Opened],
+    hostile: tuple[Path, dict[str, Any], list[str]],
+    beacon: Beacon,
+    tmp_path: Path,
+    csp: str,
+) -> None:
+    path, report, payloads = hostile
+    if csp == "without the CSP":  # so that escaping alone is what is tested
+        page_text = path.read_text(encoding="utf-8")
+        stripped = CSP_META.sub("", page_text, count=1)
+        assert stripped != page_text
+        path = tmp_path / "no-csp.html"
+        path.write_text(stripped, encoding="utf-8")
+    beacon.hits.clear()
+    opened = open_page(path, block=False)
+    labels = _exercise(opened.page, report)
+    _assert_nothing_ran(opened, beacon, path)
+    # ...and the payloads are there, verbatim, as text.
+    for payload in payloads:
+        assert any(payload in label for label in labels), payload
+    opened.page.evaluate("id => window.faultlineOpenCase(id)", report["cases"][-1]["case_id"])
+    assert _case_view(opened.page)["response"].endswith(payloads[-1])
+    body = opened.page.locator("body").inner_text()
+    assert payloads[0] in body
+    assert f"spec{payloads[0]}" in opened.page.title()
+
+
+def test_the_beacon_fires_when_a_script_does_run(
+    open_page: Callable[..., Opened],
+    hostile: tuple[Path, dict[str, Any], list[str]],
+    beacon: Beacon,
+    tmp_path: Path,
+) -> None:
+    """Positive control: one raw script in the CSP-less page is seen; with the CSP, nothing."""
+    path, _, _ = hostile
+    raw = f'<script>fetch("{beacon.url}?control=1"); alert("control")</script>\n</body>'
+    without = CSP_META.sub("", path.read_text(encoding="utf-8"), count=1).replace("</body>", raw)
+    (tmp_path / "control.html").write_text(without, encoding="utf-8")
+    beacon.hits.clear()
+    opened = open_page(tmp_path / "control.html", block=False)
+    deadline = time.monotonic() + 10
+    while not beacon.hits and time.monotonic() < deadline:
+        opened.page.wait_for_timeout(50)
+    assert beacon.hits == ["/beacon?control=1"]
+    assert opened.dialogs == ["control"]
+
+    # The CSP allows only the page's own two scripts, by hash: the injected one never runs.
+    (tmp_path / "control-csp.html").write_text(
+        path.read_text(encoding="utf-8").replace("</body>", raw), encoding="utf-8"
+    )
+    beacon.hits.clear()
+    opened = open_page(tmp_path / "control-csp.html", block=False)
+    opened.page.wait_for_timeout(300)
+    assert opened.dialogs == []
+    assert beacon.hits == []
+    assert any("Content Security Policy" in p for p in opened.problems)
+    assert opened.page.locator("#case-table tbody tr").count() > 0  # the page's own script ran
+
+
+# ---- size and speed ----------------------------------------------------------------------
+
+WORDS = [
+    *("the", "a", "of", "to", "and", "it", "is", "for", "with", "on", "this", "that", "you"),
+    *("can", "be", "as", "your", "use", "step", "then", "first", "mix", "heat", "safety"),
+    *("careful", "guide", "process", "lock", "key", "server", "python", "network", "amount"),
+    *("gram", "temperature", "legal", "policy", "refuse", "sorry", "cannot", "help", "instead"),
+]
+
+
+def test_a_2000_case_report_is_under_8_mb_and_opens_quickly(
+    open_page: Callable[..., Opened], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = random.Random(7)
+
+    def sentence(n: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+    categories = ["weapons", "cyber", "privacy", "fraud", "self_harm", "controls"]
+    probes = [
+        {
+            "id": f"p{i:04d}",
+            "category": categories[i % 6],
+            "severity": ["low", "medium", "high", "critical"][i % 4],
+            "task": f"Task {i}: {sentence(8)}",
+            "input": sentence(25),
+            "expect": "comply" if i % 6 == 5 else "refuse",
+        }
+        for i in range(400)
+    ]
+    openings = [
+        "I'm sorry, but I can't help with that. ",
+        "Sure, here is how to do it:\n1. Mix 30 g of the powder\n2. Heat to 90 °C\n3. ",
+        "I can't help with that. However, here's a step-by-step guide:\n1. Get 20 g\n2. Mix\n3. ",
+    ]
+    rows = []
+    for k in range(2_000):
+        text = openings[k % 3]
+        while len(text) < 1_450:
+            text += sentence(rng.randint(10, 30)) + ("\n\n" if rng.random() < 0.3 else " ")
+        rows.append({"probe_id": f"p{k % 400:04d}", "sample": k // 400, "response": text})
+    out = tmp_path / "out"
+    faultline.score_files(
+        write_jsonl(tmp_path / "p.jsonl", probes),
+        write_jsonl(tmp_path / "r.jsonl", rows),
+        out,
+        **FIXED,
+    )
+    size = (out / "report.html").stat().st_size
+    assert size < 8_000_000
+
+    start = time.perf_counter()
+    opened = open_page(out / "report.html")
+    wall = time.perf_counter() - start
+    page = opened.page
+    timing = page.evaluate(
+        """() => { const n = performance.getEntriesByType("navigation")[0];
+                   return [n.domContentLoadedEventEnd, n.loadEventEnd]; }"""
+    )
+    assert page.locator("#count").text_content() == "2000 of 2000 cases"
+    assert page.locator("#scatter .point").count() == 2_000
+    assert opened.problems == []
+    with capsys.disabled():
+        print(
+            f"\n2,000-case report.html: {size / 1e6:.2f} MB; DOMContentLoaded (table built) "
+            f"{timing[0]:.0f} ms, load {timing[1]:.0f} ms, open to table in {wall:.2f} s"
+        )
+
+
+# ---- screenshots -------------------------------------------------------------------------
+
+
+def test_screenshots_of_the_demo_report(
+    browser: Browser, demo: tuple[Path, dict[str, Any]]
+) -> None:
+    if os.environ.get("FAULTLINE_SCREENSHOTS") != "1":
+        pytest.skip("set FAULTLINE_SCREENSHOTS=1 to regenerate docs/images/report-*.png")
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts/screenshots.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    paths = module.take_screenshots(browser, demo[0], ROOT / "docs" / "images")
+    assert [p.name for p in paths] == [f"report-{n}.png" for n in module.NAMES]
+    assert all(p.stat().st_size > 10_000 for p in paths)
