@@ -45,7 +45,10 @@ if TYPE_CHECKING:
         render_markdown,
         write_report,
     )
+    from faultline.report.compare import compare_reports
     from faultline.report.gates import GateResult, evaluate_gates
+    from faultline.report.html import render_html
+    from faultline.report.junit import report_junit
     from faultline.responses import Response, iter_response_batches, load_responses
     from faultline.runner import Prices, ProbeRun, RunnerConfig, run_probes
     from faultline.scoring import (
@@ -98,6 +101,7 @@ _LAZY: dict[str, str] = {
     "build_report": "faultline.report",
     "builtin_probe_sets": "faultline.probes",
     "builtin_rule_packs": "faultline.scoring",
+    "compare_reports": "faultline.report.compare",
     "compute_observability": "faultline.observability",
     "evaluate_gates": "faultline.report.gates",
     "iter_response_batches": "faultline.responses",
@@ -106,7 +110,9 @@ _LAZY: dict[str, str] = {
     "load_rule_pack": "faultline.scoring",
     "open_target": "faultline.targets",
     "read_report": "faultline.report",
+    "render_html": "faultline.report.html",
     "render_markdown": "faultline.report",
+    "report_junit": "faultline.report.junit",
     "run_demo": "faultline.demo",
     "run_examples": "faultline.scoring",
     "run_probes": "faultline.runner",
@@ -163,6 +169,7 @@ __all__ = [
     "build_report",
     "builtin_probe_sets",
     "builtin_rule_packs",
+    "compare_reports",
     "compute_observability",
     "evaluate_gates",
     "iter_response_batches",
@@ -171,7 +178,9 @@ __all__ = [
     "load_rule_pack",
     "open_target",
     "read_report",
+    "render_html",
     "render_markdown",
+    "report_junit",
     "run_demo",
     "run_examples",
     "run_probes",
