@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from faultline._util.text import excerpt
 from faultline._version import __version__
 from faultline.errors import UsageError
 from faultline.report.compare import METRICS
+from faultline.report.html import template_environment
 from faultline.report.markdown import escape_md
 
 if TYPE_CHECKING:
@@ -280,19 +280,9 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-@cache
 def _template() -> jinja2.Template:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("faultline.report", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    return env.get_template("compare.html.j2")
+    template: jinja2.Template = template_environment().get_template("compare.html.j2")
+    return template
 
 
 def render_compare_html(result: Mapping[str, Any]) -> str:

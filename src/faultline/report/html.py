@@ -33,7 +33,14 @@ from faultline._util.files import atomic_write_bytes
 from faultline.report.markdown import mi_reading
 from faultline.report.model import CaseLines, Report
 
-__all__ = ["MAX_HTML_CASES", "MAX_RESPONSE_CHARS", "render_html", "write_html"]
+__all__ = [
+    "MAX_HTML_CASES",
+    "MAX_RESPONSE_CHARS",
+    "embed_json",
+    "render_html",
+    "template_environment",
+    "write_html",
+]
 
 MAX_HTML_CASES = 5_000
 """The most cases embedded in the page; beyond, the riskiest are kept (all are in report.json)."""
@@ -70,7 +77,7 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
         "total_cases": total,
         "clusters": [c["id"] for c in (data.get("observability") or {}).get("clusters", [])],
     }
-    template = _environment().get_template("report.html.j2")
+    template = template_environment().get_template("report.html.j2")
     page: str = template.render(
         report=data,
         m=data["aggregate_metrics"],
@@ -223,7 +230,8 @@ def _asset(name: str) -> str:
 
 
 @cache
-def _environment() -> Any:
+def template_environment() -> Any:
+    """The Jinja2 environment of faultline's HTML views: autoescaped, strict about names."""
     import jinja2
 
     env = jinja2.Environment(
