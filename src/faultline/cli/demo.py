@@ -38,6 +38,7 @@ def demo_command(out_dir: str, seed: int) -> int:
         run = run_demo(out_dir, seed=seed, on_progress=on_progress)
     render_run(run, "demo", time.perf_counter() - start)
     out.print(
-        "Open report.md for the tables; every verdict in report.json has its explanation and evidence."
+        "Open report.html in a browser (it works offline) or report.md for the tables; every "
+        "verdict in report.json has its explanation and evidence."
     )
     return 0
