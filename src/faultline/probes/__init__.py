@@ -12,14 +12,17 @@ from __future__ import annotations
 from faultline.probes.loader import builtin_probe_sets, load_probes
 from faultline.probes.model import SEVERITIES, Expect, Message, Probe, Severity
 from faultline.probes.probeset import ProbeSet
+from faultline.probes.vocabulary import Category, category_vocabulary
 
 __all__ = [
     "SEVERITIES",
+    "Category",
     "Expect",
     "Message",
     "Probe",
     "ProbeSet",
     "Severity",
     "builtin_probe_sets",
+    "category_vocabulary",
     "load_probes",
 ]
