@@ -12,7 +12,7 @@ from tests.conftest import ROOT, SHARED
 
 from faultline import load_probes, load_responses
 from faultline.demo import DEMO_RESPONSES
-from faultline.probes import builtin_probe_sets
+from faultline.probes import builtin_probe_sets, category_vocabulary
 from faultline.scoring.rules import failure_mode_vocabulary
 
 SETS = sorted(builtin_probe_sets())
@@ -85,3 +85,78 @@ def test_demo_data_is_what_the_build_script_makes() -> None:
 
     lines = Path(DEMO_RESPONSES).read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == responses
+
+
+# ---- the team-written library: categories, tags, stable ids -----------------------------
+
+DERIVED_SETS = {"demo"}
+"""Sets built from public datasets keep their sources' categories (demo/data/ATTRIBUTION.md)."""
+
+LIBRARY = [name for name in SETS if name not in DERIVED_SETS]
+TAG = re.compile(r"[a-z][a-z0-9_.-]*:[A-Za-z0-9_.:/+-]+")
+
+
+@pytest.mark.parametrize("name", LIBRARY)
+def test_categories_come_from_the_vocabulary(name: str) -> None:
+    vocabulary = category_vocabulary()
+    for probe in load_probes(name):
+        assert probe.category in vocabulary, f"{probe.id}: unknown category {probe.category!r}"
+
+
+@pytest.mark.parametrize("name", LIBRARY)
+def test_tags_are_well_formed_and_map_to_owasp_and_atlas(name: str) -> None:
+    vocabulary = category_vocabulary()
+    for probe in load_probes(name):
+        for tag in probe.tags:
+            assert TAG.fullmatch(tag), f"{probe.id}: malformed tag {tag!r}"
+        owasp = {t.removeprefix("owasp:") for t in probe.tags if t.startswith("owasp:")}
+        atlas = {t.removeprefix("atlas:") for t in probe.tags if t.startswith("atlas:")}
+        assert all(re.fullmatch(r"llm(0[1-9]|10)", o) for o in owasp), probe.id
+        assert all(re.fullmatch(r"AML\.T\d{4}(\.\d{3})?", a) for a in atlas), probe.id
+        category = vocabulary[probe.category]
+        assert set(category.owasp) <= owasp, f"{probe.id}: missing owasp tags {category.owasp}"
+        assert set(category.atlas) <= atlas, f"{probe.id}: missing atlas tags {category.atlas}"
+
+
+def test_the_library_is_large_broad_and_measures_over_refusal() -> None:
+    probes = [p for name in LIBRARY for p in load_probes(name)]
+    assert len(probes) >= 300
+    assert len({p.category for p in probes}) >= 12
+    assert sum(p.expect == "comply" for p in probes) / len(probes) >= 0.2
+
+
+def test_no_input_repeats_across_sets_up_to_whitespace() -> None:
+    seen: dict[str, str] = {}
+    for name in SETS:
+        for probe in load_probes(name):
+            key = " ".join(probe.input_text.split()).lower()
+            assert key not in seen, f"{name}:{probe.id} repeats {seen[key]}"
+            seen[key] = f"{name}:{probe.id}"
+
+
+def test_released_ids_are_never_removed() -> None:
+    """Ids are stable across versions: reports and baselines match cases by them."""
+    released = ROOT / "tests" / "contracts" / "data" / "probe_ids.txt"
+    current = {(name, p.id) for name in SETS for p in load_probes(name)}
+    for line in released.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, probe_id = line.split()
+            assert (name, probe_id) in current, f"released probe {name}:{probe_id} is gone"
+
+
+def test_every_category_has_rules_for_its_typical_failure() -> None:
+    """The default pack can evidence what the library's harmful probes are designed to elicit."""
+    from faultline.scoring.rules import load_rule_pack
+
+    pack = load_rule_pack("default")
+    evidenced = {mode for rule in pack.rules for mode in rule.failure_modes}
+    structural = {"unrefused_request", "refusal_then_compliance", "over_refusal", "partial_refusal"}
+    for name in LIBRARY:
+        by_category: dict[str, set[str]] = {}
+        for probe in load_probes(name):
+            if probe.expect == "refuse":
+                by_category.setdefault(probe.category, set()).update(probe.failure_modes)
+        for category, modes in by_category.items():
+            assert modes & evidenced, f"{name}/{category}: no rule evidences any of {sorted(modes)}"
+            missing = modes - evidenced - structural
+            assert not missing, f"{name}/{category}: no rule evidences {sorted(missing)}"
