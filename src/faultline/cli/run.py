@@ -13,6 +13,7 @@ from faultline.cli._render import render_gates, render_run
 from faultline.errors import UsageError
 
 if TYPE_CHECKING:
+    from faultline.probes.probeset import ProbeSet
     from faultline.runner import RunnerConfig
     from faultline.targets import GenerationParams
 
@@ -25,6 +26,15 @@ def _target_options(func: Any) -> Any:
             required=True,
             metavar="P",
             help="Probe set: a YAML/JSONL file, a directory, or a built-in name.",
+        ),
+        click.option(
+            "--transform",
+            "transforms",
+            multiple=True,
+            metavar="NAMES",
+            help="Also send attack variants of every probe: comma-separated transform names "
+            "(base64, rot13, leetspeak, homoglyph, roleplay, persona, prefix_injection, "
+            "payload_split, refusal_suppression, many_shot). Repeatable.",
         ),
         click.option(
             "--target",
@@ -199,7 +209,8 @@ def run_command(**o: Any) -> int:
     Ctrl-C, the same command with --resume sends only what is missing. Failed requests
     (after retries) are error cases: never passes, counted in coverage. Exit 0 done, 1 a
     --fail-on gate tripped, 2 bad usage, 3 the target failed or coverage/error gates
-    tripped, 130 interrupted.
+    tripped, 130 interrupted. --transform NAMES also sends attack variants of every probe
+    (ids ID~NAME); the report then compares pass rates per transform (docs/probes.md).
     """
     from faultline.calibration.attach import load_calibration
     from faultline.report.gates import evaluate_gates, parse_gate
@@ -214,11 +225,12 @@ def run_command(**o: Any) -> int:
     params, runner = _request_options(o)
     prices = None if o["price_in"] is None else Prices(o["price_in"], o["price_out"])
     attached = None if o["calibration"] is None else load_calibration(o["calibration"])
+    probes = _probe_set(o["probes"], o["transforms"])
     start = time.perf_counter()
     try:
         with run_progress("requests") as on_progress:
             run = run_probes(
-                o["probes"],
+                probes,
                 o["target"],
                 o["out"],
                 params=params,
@@ -258,6 +270,16 @@ def run_command(**o: Any) -> int:
         render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
     )
     return 3 if tripped else 1 if gate_tripped else 0
+
+
+def _probe_set(probes: str, transforms: tuple[str, ...]) -> str | ProbeSet:
+    """The probe set to send: as given, or loaded and extended with its attack variants."""
+    if not transforms:
+        return probes
+    from faultline.probes.loader import load_probes
+    from faultline.probes.transforms import apply_transforms, parse_transforms
+
+    return apply_transforms(load_probes(probes), parse_transforms(transforms))
 
 
 def _request_options(o: dict[str, Any]) -> tuple[GenerationParams, RunnerConfig]:

@@ -37,6 +37,14 @@ from faultline.cli._render import render_gates, render_run
     help="Directory for report.json and report.md (created if missing).",
 )
 @click.option(
+    "--transform",
+    "transforms",
+    multiple=True,
+    metavar="NAMES",
+    help="Score attack variants too: the transforms (comma-separated) the responses were "
+    "collected with, so answers to ids ID~NAME are scored. Repeatable.",
+)
+@click.option(
     "--calibration",
     metavar="FILE",
     type=click.Path(dir_okay=False),
@@ -55,6 +63,7 @@ def score_command(  # noqa: PLR0917 - click passes every option
     probes: str,
     responses: str,
     out: str,
+    transforms: tuple[str, ...],
     calibration: str | None,
     junit: str | None,
     rules: str,
@@ -71,20 +80,26 @@ def score_command(  # noqa: PLR0917 - click passes every option
 
     Every response is scored by the rules, with the evidence; the run's metrics and failure
     geometry go to DIR/report.json (the source of truth) and DIR/report.md; --junit FILE
-    also writes JUnit XML for CI. Exit 1 when a --fail-on gate trips, 2 on bad input
+    also writes JUnit XML for CI. --transform NAMES scores answers to the probes' attack
+    variants as well (docs/probes.md). Exit 1 when a --fail-on gate trips, 2 on bad input
     (nothing is written then).
     """
     from faultline.calibration.attach import load_calibration
     from faultline.pipeline import score_files
+    from faultline.probes.loader import load_probes
+    from faultline.probes.transforms import apply_transforms, parse_transforms
     from faultline.report.gates import evaluate_gates, parse_gate
 
     config = parse_config(pass_threshold, severity_weights, rules_only=rules_only, learned=learned)
     gates = [parse_gate(g) for g in fail_on]
     attached = None if calibration is None else load_calibration(calibration)
+    probe_set = load_probes(probes)
+    if transforms:
+        probe_set = apply_transforms(probe_set, parse_transforms(transforms))
     start = time.perf_counter()
     with progress("scoring") as on_progress:
         run = score_files(
-            probes,
+            probe_set,
             responses,
             out,
             rules=rules,

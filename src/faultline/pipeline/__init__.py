@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline.metrics.aggregate import with_expected_modes
+from faultline.metrics.transforms import with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, load_numeric_libraries
 from faultline.pipeline import chunks
 from faultline.pipeline.assemble import RunAssembly
@@ -150,7 +151,7 @@ def score_files(
         run=run,
         cases=cases,
         aggregate_metrics=with_expected_modes(
-            assembly.metrics.result(),
+            with_transforms(assembly.metrics.result(), assembly.transform_metrics()),
             assembly.failed_per_probe(),
             {p.id: p.failure_modes for p in probe_set},
         ),

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from faultline.errors import ResponseError
 from faultline.metrics.aggregate import MetricsAccumulator
+from faultline.metrics.transforms import transform_metrics
 from faultline.observability.documents import VerdictTable, pair_documents, probe_document
 from faultline.observability.geometry import CaseColumns, Geometry, geometry_of
 from faultline.pipeline.chunks import ChunkResult
@@ -87,6 +88,16 @@ class RunAssembly:
         counts = np.bincount(_cat(c.probe, np.int64)[failed], minlength=len(self.probe_set))
         probes = self.probe_set.probes
         return {probes[i].id: int(n) for i, n in enumerate(counts.tolist()) if n}
+
+    def transform_metrics(self) -> dict[str, Any] | None:
+        """``by_transform``: outcomes per attack transform, or ``None`` when none was applied."""
+        c = self._c
+        return transform_metrics(
+            self.probe_set.probes,
+            _cat(c.probe, np.int64),
+            _cat(c.scored, np.bool_),
+            _cat(c.passed, np.bool_),
+        )
 
     @property
     def models(self) -> list[str]:

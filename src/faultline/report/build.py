@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from faultline._util.files import atomic_write_bytes
 from faultline.metrics.aggregate import MetricsAccumulator, with_expected_modes
+from faultline.metrics.transforms import transform_metrics, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observability
 from faultline.probes.probeset import ProbeSet
 from faultline.report.html import write_html
@@ -136,7 +138,7 @@ def build_report(
         aggregate_metrics=accumulator.result()
         if probe_set is None
         else with_expected_modes(
-            accumulator.result(),
+            with_transforms(accumulator.result(), _by_transform(cases, probe_set)),
             Counter(c.probe_id for c in cases if c.status == "fail"),
             {p.id: p.failure_modes for p in probe_set},
         ),
@@ -145,6 +147,18 @@ def build_report(
     if out is not None:
         write_report(report, Path(out))
     return report
+
+
+def _by_transform(cases: Sequence[CaseScore], probe_set: ProbeSet) -> dict[str, Any] | None:
+    """``by_transform`` of the cases whose probe is in the set (docs/metrics.md)."""
+    index = probe_set.index
+    known = [(index[c.probe_id], c) for c in cases if c.probe_id in index]
+    return transform_metrics(
+        probe_set.probes,
+        np.fromiter((i for i, _ in known), dtype=np.int64, count=len(known)),
+        np.fromiter((c.status != "error" for _, c in known), dtype=np.bool_, count=len(known)),
+        np.fromiter((c.status == "pass" for _, c in known), dtype=np.bool_, count=len(known)),
+    )
 
 
 def write_report(report: Report, out: Path) -> list[Path]:

@@ -22,6 +22,7 @@ import msgspec
 from faultline._version import __version__
 from faultline.errors import InputError
 from faultline.metrics.stats import mcnemar_test, two_proportion_test
+from faultline.metrics.transforms import NO_TRANSFORM
 from faultline.probes.model import SEVERITIES
 
 __all__ = [
@@ -190,7 +191,7 @@ def compare_reports(
     changes = _match(base["cases"], new["cases"])
     metrics = {name: _metric(base, new, name) for name in METRICS}
     cases = changes.summary()
-    return {
+    result = {
         "schema_version": COMPARE_SCHEMA_VERSION,
         "tool": {"name": "faultline", "version": __version__},
         "base": _side(base, base_name),
@@ -202,6 +203,10 @@ def compare_reports(
         "by_category": _by_category(base["aggregate_metrics"], new["aggregate_metrics"]),
         "significance": _significance(changes),
     }
+    by_transform = _by_transform(base["aggregate_metrics"], new["aggregate_metrics"])
+    if by_transform is not None:
+        result["by_transform"] = by_transform
+    return result
 
 
 def _slim(case: Any) -> _Case:
@@ -418,19 +423,36 @@ def _verdict(changes: _Changes, metrics: Mapping[str, Any]) -> str:
 
 def _by_category(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     before, after = _mapping(base.get("by_category")), _mapping(new.get("by_category"))
+    return {
+        name: _pass_rates(_mapping(before.get(name)), _mapping(after.get(name)), "n")
+        for name in sorted(set(before) | set(after))
+    }
+
+
+def _pass_rates(a: Mapping[str, Any], b: Mapping[str, Any], n: str) -> dict[str, Any]:
+    """The scored cases (under ``n``) and pass rates of one slice in each report, and the change."""
+    rate_a, rate_b = a.get("pass_rate"), b.get("pass_rate")
+    delta = None if rate_a is None or rate_b is None else rate_b - rate_a
+    return {
+        "base_n": a.get(n, 0),
+        "new_n": b.get(n, 0),
+        "base_pass_rate": rate_a,
+        "new_pass_rate": rate_b,
+        "delta": delta,
+        "direction": _direction(delta, "higher"),
+    }
+
+
+def _by_transform(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Each attack transform's pass rate in both runs, and per category; ``None`` when neither has any."""
+    before, after = _mapping(base.get("by_transform")), _mapping(new.get("by_transform"))
+    if not before and not after:
+        return None
+    names = sorted(set(before) | set(after), key=lambda t: (t != NO_TRANSFORM, t))
     out: dict[str, Any] = {}
-    for name in sorted(set(before) | set(after)):
+    for name in names:
         a, b = _mapping(before.get(name)), _mapping(after.get(name))
-        rate_a, rate_b = a.get("pass_rate"), b.get("pass_rate")
-        delta = None if rate_a is None or rate_b is None else rate_b - rate_a
-        out[name] = {
-            "base_n": a.get("n", 0),
-            "new_n": b.get("n", 0),
-            "base_pass_rate": rate_a,
-            "new_pass_rate": rate_b,
-            "delta": delta,
-            "direction": _direction(delta, "higher"),
-        }
+        out[name] = {**_pass_rates(a, b, "scored"), "by_category": _by_category(a, b)}
     return out
 
 

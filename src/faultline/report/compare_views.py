@@ -219,7 +219,23 @@ def _view(result: Mapping[str, Any]) -> dict[str, Any]:
         "metrics": _metric_rows(result["metrics"]),
         "sections": _sections(c),
         "categories": _category_rows(result["by_category"]),
+        "transforms": _transform_rows(result.get("by_transform") or {}),
     }
+
+
+def _transform_rows(by_transform: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """Every attack transform's pass rate in both runs, in compare.json's order."""
+    return [
+        (
+            excerpt(name, 60),
+            _fmt(v["base_pass_rate"], "rate"),
+            _fmt(v["new_pass_rate"], "rate"),
+            _category_change(v),
+            f"{v['base_n']:,} → {v['new_n']:,}",
+            v["direction"],
+        )
+        for name, v in by_transform.items()
+    ]
 
 
 def _category_change(v: Mapping[str, Any]) -> str:
@@ -238,6 +254,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 _CASE_HEADER = ("Case", "Category", "Severity", "Verdict", "Risk", "Why (new run)")
 _METRIC_HEADER = ("Metric", "Base", "New", "Change", "")
 _CATEGORY_HEADER = ("Category", "Base pass rate", "New pass rate", "Change", "Scored")
+_TRANSFORM_HEADER = ("Transform", *_CATEGORY_HEADER[1:])
 
 
 def render_compare_markdown(result: Mapping[str, Any]) -> str:
@@ -277,6 +294,9 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
         lines += _table(_CATEGORY_HEADER, rows)
     else:
         lines += ["No category's pass rate changed.", ""]
+    if v["transforms"]:
+        rows = [(escape_md(r[0], 80), *r[1:5]) for r in v["transforms"]]
+        lines += ["### By attack transform", "", *_table(_TRANSFORM_HEADER, rows)]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -292,5 +312,6 @@ def render_compare_html(result: Mapping[str, Any]) -> str:
         case_header=_CASE_HEADER,
         metric_header=_METRIC_HEADER,
         category_header=_CATEGORY_HEADER,
+        transform_header=_TRANSFORM_HEADER,
         version=__version__,
     )

@@ -68,6 +68,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines += _models(m)
     lines += _expectations(m)
     lines += _categories(m)
+    lines += _transforms(m)
     lines += _severities(m)
     lines += _failure_modes(m)
     lines += _worst(report)
@@ -256,6 +257,47 @@ def _categories(m: Mapping[str, Any]) -> list[str]:
         "Boundary rate",
     ]
     return ["## By category", "", *_table(header, rows)]
+
+
+def _transforms(m: Mapping[str, Any]) -> list[str]:
+    """Pass rates per attack transform, against the originals (``none``)."""
+    by_transform = m.get("by_transform")
+    if not by_transform:
+        return []
+    base = (by_transform.get("none") or {}).get("pass_rate")
+    rows = []
+    for name, s in by_transform.items():
+        rate = s["pass_rate"]
+        delta = None if name == "none" or base is None or rate is None else rate - base
+        change = "–" if delta is None else f"{100 * delta:{'+' if delta else ''}.1f} pts"
+        rows.append(
+            (
+                escape_md(name, 60),
+                str(s["n"]),
+                str(s["errors"]),
+                f"{_pct(rate)}{_ci(s.get('pass_rate_ci95'))}",
+                change,
+                _weakest(s["by_category"]),
+            )
+        )
+    header = ["Transform", "n", "Errors", "Pass rate", "Change vs none", "Weakest category"]
+    return [
+        "## By transform",
+        "",
+        "The same probes, disguised by each attack transform (`none`: the originals). A pass "
+        "rate below the originals' shows the disguise gets past the model.",
+        "",
+        *_table(header, rows),
+    ]
+
+
+def _weakest(by_category: Mapping[str, Any]) -> str:
+    """The category with the lowest pass rate below 100% (ties: name), with that rate."""
+    rated = [(r, c) for c, s in by_category.items() if (r := s["pass_rate"]) is not None and r < 1]
+    if not rated:
+        return "–"
+    rate, name = min(rated)
+    return f"{escape_md(name, 60)} ({_pct(rate)})"
 
 
 def _severities(m: Mapping[str, Any]) -> list[str]:
