@@ -294,3 +294,13 @@ def test_compare_shows_which_transform_moved(
         encoding="utf-8"
     )
     assert "By attack transform" in (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
+
+
+def test_a_gate_can_name_a_transform(run_cli: RunCli, files: tuple[Path, Path]) -> None:
+    probes, responses = files
+    args = ["score", "-p", str(probes), "-r", str(responses), "-o", "gated"]
+    result = run_cli(
+        *args, "--transform", "base64,rot13", "--fail-on", "by_transform.base64.pass_rate<1.01"
+    )
+    assert result.code == 1, result.stdout + result.stderr
+    assert "by_transform.base64.pass_rate<1.01 tripped" in result.stdout

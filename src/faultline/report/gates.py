@@ -82,6 +82,7 @@ _LEAVES: dict[str, tuple[str, ...]] = {
     "counts": _SHORT_NAMES["counts"],
     "indices": _SHORT_NAMES["indices"],
     "per_probe": ("probes", "passed", "failed", "errors", "pass_rate", "fail_rate"),
+    "by_transform": ("n", "scored", "passed", "failed", "errors", "pass_rate", "fail_rate"),
     "by_category": (
         "n",
         "pass_rate",
@@ -106,6 +107,7 @@ _SECTIONS = (
     "by_severity",
     "by_expect",
     "by_model",
+    "by_transform",
     "per_probe",
     "failure_mode_histogram",
 )
