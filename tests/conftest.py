@@ -52,6 +52,17 @@ def run_cli(tmp_path: Path) -> Callable[..., Result]:
     return run
 
 
+def check_report(path: Path) -> None:
+    """Run the independent checker (../shared/tools/check_report.py) on a report.json."""
+    checker = SHARED / "tools" / "check_report.py"
+    if not checker.exists():
+        pytest.skip("../shared/tools/check_report.py is not beside the repository")
+    proc = subprocess.run(
+        [sys.executable, str(checker), str(path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
     """Write ``rows`` as JSONL and return ``path``."""
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

@@ -24,9 +24,8 @@ import pytest
 from faultline.calibration.labelled import LabelledRow, group_key
 from faultline.scoring.learned import group_fingerprint, load_learned
 from faultline.scoring.rules import load_rule_pack
-from tests.conftest import SHARED, Result, write_jsonl
+from tests.conftest import SHARED, Result, check_report, write_jsonl
 
-CHECKER = SHARED / "tools" / "check_report.py"
 XSTEST = SHARED / "data" / "labeled" / "xstest.jsonl"
 
 # Responses whose verdicts are unambiguous for the rules (checked with the scorer): each
@@ -119,15 +118,6 @@ def _json(path: Path) -> Any:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _check_report(path: Path) -> None:
-    if not CHECKER.exists():
-        pytest.skip("../shared/tools/check_report.py is not beside the repository")
-    proc = subprocess.run(
-        [sys.executable, str(CHECKER), str(path)], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def _row(
@@ -401,7 +391,7 @@ def test_train_writes_a_model_that_score_uses(
     report = _json(tmp_path / "out" / "report.json")
     assert report["run"]["learned"]["sha256"] == _sha256(path)
     assert report["run"]["learned"]["sha256"] != _builtin_model_sha256()
-    _check_report(tmp_path / "out" / "report.json")
+    check_report(tmp_path / "out" / "report.json")
 
 
 def test_train_writes_the_model_beside_the_calibration_by_default(
@@ -617,8 +607,8 @@ def test_score_rules_only_turns_the_learned_signal_off(
     }
     assert _json(tmp_path / "rules" / "report.json")["run"]["learned"] is None
     assert "off (rules only)" in (tmp_path / "rules" / "report.md").read_text(encoding="utf-8")
-    _check_report(tmp_path / "learned" / "report.json")
-    _check_report(tmp_path / "rules" / "report.json")
+    check_report(tmp_path / "learned" / "report.json")
+    check_report(tmp_path / "rules" / "report.json")
 
 
 def test_score_rules_only_with_another_model_exits_2(
@@ -677,7 +667,7 @@ def test_score_with_a_calibration_attaches_it_to_the_report(
     section = _section(markdown, "Rule precision (calibration)")
     assert f"on {len(HAND_ROWS)} labelled rows (calibration.json, sha256" in section
     assert "Warning" not in section  # calibrated with the rules this run used
-    _check_report(tmp_path / "out" / "report.json")
+    check_report(tmp_path / "out" / "report.json")
 
 
 def test_score_with_a_calibration_lists_the_rules_that_matched_in_report_md(
@@ -720,7 +710,7 @@ def test_score_warns_when_the_calibration_used_other_rules(
     assert "Warning: calibrated with rules tiny 0.1.0" in section
     pack = load_rule_pack("default")
     assert f"but this run used default {pack.version}" in section
-    _check_report(tmp_path / "out" / "report.json")
+    check_report(tmp_path / "out" / "report.json")
 
 
 # --------------------------------------------------------------------------- 7. hostile text

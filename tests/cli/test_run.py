@@ -23,10 +23,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED, Result, write_jsonl
+from tests.conftest import Result, check_report, write_jsonl
 from tests.targets.fakeapi import FakeAPI, Fault
 
-CHECKER = SHARED / "tools" / "check_report.py"
 KEY = "sk-test-SECRET-0123456789"
 GATEWAY = "gw-SECRET-42"
 MODEL = "openai:test-model"
@@ -127,15 +126,6 @@ def _report(out: Path) -> dict[str, Any]:
     return json.loads((out / "report.json").read_text(encoding="utf-8"))
 
 
-def _check_report(path: Path) -> None:
-    if not CHECKER.exists():
-        pytest.skip("../shared/tools/check_report.py is not beside the repository")
-    checked = subprocess.run(
-        [sys.executable, str(CHECKER), str(path)], capture_output=True, text=True, check=False
-    )
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-
-
 def _no_traceback(result: Result) -> None:
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
 
@@ -220,7 +210,7 @@ def test_sigkill_mid_run_then_resume_sends_only_what_was_not_committed(
     assert not twice & recorded, (
         f"recorded at the kill, yet asked twice: {sorted(twice & recorded)}"
     )
-    _check_report(out / "report.json")
+    check_report(out / "report.json")
 
 
 # -- 2. Ctrl-C ---------------------------------------------------------------------------
@@ -355,7 +345,7 @@ def test_an_always_failing_probe_is_an_error_case_not_a_pass(
     assert len(fake_api.requests_for("pipe bomb")) == 2
     assert report["run"]["execution"]["errors"] == 1
     assert (tmp_path / "out" / "report.md").exists()
-    _check_report(tmp_path / "out" / "report.json")
+    check_report(tmp_path / "out" / "report.json")
 
 
 @pytest.mark.parametrize(
@@ -533,7 +523,7 @@ def test_samples_give_k_cases_per_probe(
     assert len(fake_api.log) == 18
     seeds = Counter(r.body.get("seed") for r in fake_api.log)
     assert seeds == {7: 6, 8: 6, 9: 6}  # sample k is sent with seed 7 + k
-    _check_report(tmp_path / "out" / "report.json")
+    check_report(tmp_path / "out" / "report.json")
     if "per_probe" not in metrics:
         pytest.skip("aggregate_metrics.per_probe is not in this version")
     assert metrics["per_probe"]["probes"] == 6
@@ -617,4 +607,4 @@ def test_a_replay_run_scores_like_score_on_the_same_file(
     risk = {c["case_id"]: c["risk_score"] for c in a["cases"]}
     assert {c["case_id"]: c["risk_score"] for c in b["cases"]} == risk
     assert b["run"]["target"]["provider"] == "replay"
-    _check_report(tmp_path / "replayed" / "report.json")
+    check_report(tmp_path / "replayed" / "report.json")

@@ -10,8 +10,6 @@ carried into ``faultline compare``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +19,8 @@ import pytest
 
 from faultline import build_report, load_probes, load_responses, score
 from faultline.probes.transforms import apply_transforms
-from tests.conftest import SHARED, Result, write_jsonl
+from tests.conftest import Result, check_report, write_jsonl
 
-CHECKER = SHARED / "tools" / "check_report.py"
 RunCli = Callable[..., Result]
 
 PROBES: list[dict[str, Any]] = [
@@ -130,15 +127,6 @@ def _report(directory: Path) -> dict[str, Any]:
     return data
 
 
-def _check_report(path: Path) -> None:
-    if not CHECKER.exists():
-        pytest.skip("../shared/tools/check_report.py is not beside the repository")
-    proc = subprocess.run(
-        [sys.executable, str(CHECKER), str(path)], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
 def test_run_with_transforms_reports_a_row_per_transform(transformed_run: Path) -> None:
     report = _report(transformed_run)
     rows = report["aggregate_metrics"]["by_transform"]
@@ -158,7 +146,7 @@ def test_run_with_transforms_reports_a_row_per_transform(transformed_run: Path) 
 
 
 def test_the_transformed_report_passes_the_independent_checker(transformed_run: Path) -> None:
-    _check_report(transformed_run / "report.json")
+    check_report(transformed_run / "report.json")
 
 
 def test_by_transform_recounts_from_the_reports_own_cases(transformed_run: Path) -> None:

@@ -9,23 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import SHARED, normalise_run
+from tests.conftest import check_report, normalise_run
 
 from faultline import build_report, load_probes, load_responses, read_report, render_markdown, score
 from faultline.demo import run_demo
 from faultline.report import encode_report
 
 FIXED = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
-CHECKER = SHARED / "tools" / "check_report.py"
-
-
-def _check(path: Path) -> None:
-    if not CHECKER.exists():
-        pytest.skip("../shared/tools/check_report.py is not beside the repository")
-    proc = subprocess.run(
-        [sys.executable, str(CHECKER), str(path)], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +26,7 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_demo_report_passes_the_independent_checker(demo_dir: Path) -> None:
-    _check(demo_dir / "report.json")
+    check_report(demo_dir / "report.json")
 
 
 def test_the_small_report_passes_the_independent_checker(
@@ -45,7 +35,7 @@ def test_the_small_report_passes_the_independent_checker(
     probes, responses = small_files
     cases = score(load_probes(probes), load_responses(responses))
     build_report(cases, out=tmp_path / "out", probe_set=load_probes(probes), **FIXED)
-    _check(tmp_path / "out" / "report.json")
+    check_report(tmp_path / "out" / "report.json")
 
 
 def test_two_demo_runs_are_byte_identical_apart_from_id_and_time(

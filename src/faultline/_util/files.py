@@ -8,13 +8,17 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+import msgspec
+
+from faultline._util.text import describe_value
 from faultline.errors import InputError
 
 __all__ = [
     "atomic_write_bytes",
     "atomic_writer",
+    "jsonl_objects",
     "open_for_reading",
     "read_text_file",
     "sha256_bytes",
@@ -136,3 +140,29 @@ def malformed_line(
         return error(f"not UTF-8 text (byte {uexc.start + 1} of the line)", path=path, line=line)
     reason = str(exc).removeprefix("JSON is malformed: ")
     return error(f"not valid JSON: {reason}", path=path, line=line)
+
+
+def jsonl_objects(
+    text: str, path: Path, error: type[InputError]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line of a JSONL text as ``(line number, object)``.
+
+    Lines are split on newlines only: JSON strings may hold U+2028, which ``splitlines`` would
+    break on.
+
+    Raises:
+        InputError: (of class ``error``) A line is not JSON, or not a JSON object; the
+            message names the file and line.
+    """
+    for number, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise error(f"not valid JSON: {exc}", path=path, line=number) from None
+        if not isinstance(obj, dict):
+            raise error(
+                f"expected a JSON object, got {describe_value(obj)}", path=path, line=number
+            )
+        yield number, obj

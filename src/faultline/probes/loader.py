@@ -12,9 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from faultline._util.files import read_text_file
+from faultline._util.files import jsonl_objects, read_text_file
 from faultline._util.text import describe_value, did_you_mean, one_of
 from faultline._util.yamlsrc import LineDict, LineList, load_yaml
 from faultline.errors import ProbeError, UsageError
@@ -154,20 +152,10 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
 
 def _read_jsonl(path: Path) -> list[tuple[Probe, int]]:
     text = read_text_file(path, ProbeError)
-    out = []
-    for number, raw in enumerate(text.split("\n"), start=1):  # JSON strings may hold U+2028
-        if not raw.strip():
-            continue
-        try:
-            obj = msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
-            raise ProbeError(f"not valid JSON: {exc}", path=path, line=number) from None
-        if not isinstance(obj, dict):
-            raise ProbeError(
-                f"expected a JSON object, got {describe_value(obj)}", path=path, line=number
-            )
-        out.append((_build_probe(obj, path, _constant_line(number)), number))
-    return out
+    return [
+        (_build_probe(obj, path, _constant_line(number)), number)
+        for number, obj in jsonl_objects(text, path, ProbeError)
+    ]
 
 
 def _constant_line(line: int) -> Callable[[str], int]:

@@ -13,9 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import msgspec
-
-from faultline._util.files import read_text_file
+from faultline._util.files import jsonl_objects, read_text_file
 from faultline._util.text import describe_value, did_you_mean, one_of
 from faultline.errors import ProbeError, UsageError
 from faultline.probes.importers.formats import (
@@ -241,16 +239,7 @@ def _header(cells: list[str], path: Path, line: int) -> list[str]:
 
 
 def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[str, str]]]:
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
-            raise ProbeError(f"not valid JSON: {exc}", path=path, line=number) from None
-        if not isinstance(obj, dict):
-            got = describe_value(obj)
-            raise ProbeError(f"expected a JSON object, got {got}", path=path, line=number)
+    for number, obj in jsonl_objects(text, path, ProbeError):
         cells: dict[str, str] = {}
         for key, value in obj.items():
             if isinstance(value, bool) or not isinstance(value, str | int | float | None):
