@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 from tests.conftest import ROOT, write_jsonl
+from tests.report.hostile import FIXED, hostile_report
 
 import faultline
 from faultline.report.html import MAX_RESPONSE_CHARS
@@ -36,7 +37,6 @@ from faultline.report.html import MAX_RESPONSE_CHARS
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-FIXED = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
 VIEWPORT = {"width": 1300, "height": 900}
 CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n?')
 ROWS = "#case-table tbody tr"
@@ -439,38 +439,8 @@ def hostile(
     tmp_path_factory: pytest.TempPathFactory, beacon: Beacon
 ) -> tuple[Path, dict[str, Any], list[str]]:
     """A report whose ids, categories, tasks, inputs, models, errors and answers are payloads."""
-    tmp = tmp_path_factory.mktemp("hostile")
     payloads = _payloads(beacon.url)
-    probes, rows = [], []
-    for i, payload in enumerate(payloads):
-        pid = f"h{i}{payload}"
-        probes.append(
-            {
-                "id": pid,
-                "category": f"cat{i % 3}{payload}",
-                "severity": ["low", "medium", "high", "critical"][i % 4],
-                "task": f"Task {payload}",
-                "input": f"Input {payload}"
-                if i % 2
-                else [{"role": "user", "content": f"User {payload}"}],
-                "failure_modes": [f"mode{payload}"],
-            }
-        )
-        steps = "Sure, here is how:\n1. Mix 30 g of iron oxide\n2. Add 10 g\n3. "
-        rows += [
-            {"probe_id": pid, "model": f"m{i % 2}{payload}", "response": steps + payload},
-            {"probe_id": pid, "model": f"r{payload}", "response": f"I can't. {payload}"},
-            {"probe_id": pid, "model": f"e{payload}", "error": {"message": f"boom {payload}"}},
-        ]
-    out = tmp / "out"
-    faultline.score_files(
-        write_jsonl(tmp / "probes.jsonl", probes),
-        write_jsonl(tmp / "responses.jsonl", rows),
-        out,
-        observability_min_cases=2,
-        target={"spec": f"spec{payloads[0]}", "provider": "x", "base_url": payloads[4]},
-        **FIXED,
-    )
+    out = hostile_report(tmp_path_factory.mktemp("hostile"), payloads)
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     return out / "report.html", report, payloads
 
