@@ -186,17 +186,7 @@ def _category_rows(by_category: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """The categories whose pass rate moved (or that were scored in one run only), worst first."""
     moved = [(k, v) for k, v in by_category.items() if v["direction"] != "same"]
     moved.sort(key=lambda kv: (kv[1]["delta"] is None, kv[1]["delta"] or 0.0, kv[0]))
-    return [
-        (
-            excerpt(name, 60),
-            _fmt(v["base_pass_rate"], "rate"),
-            _fmt(v["new_pass_rate"], "rate"),
-            _category_change(v),
-            f"{v['base_n']:,} → {v['new_n']:,}",
-            v["direction"],
-        )
-        for name, v in moved
-    ]
+    return [_pass_rate_row(name, v) for name, v in moved]
 
 
 def _view(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -225,17 +215,19 @@ def _view(result: Mapping[str, Any]) -> dict[str, Any]:
 
 def _transform_rows(by_transform: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """Every attack transform's pass rate in both runs, in compare.json's order."""
-    return [
-        (
-            excerpt(name, 60),
-            _fmt(v["base_pass_rate"], "rate"),
-            _fmt(v["new_pass_rate"], "rate"),
-            _category_change(v),
-            f"{v['base_n']:,} → {v['new_n']:,}",
-            v["direction"],
-        )
-        for name, v in by_transform.items()
-    ]
+    return [_pass_rate_row(name, v) for name, v in by_transform.items()]
+
+
+def _pass_rate_row(name: str, v: Mapping[str, Any]) -> tuple[str, ...]:
+    """A category's or a transform's pass rate in both runs, as one table row."""
+    return (
+        excerpt(name, 60),
+        _fmt(v["base_pass_rate"], "rate"),
+        _fmt(v["new_pass_rate"], "rate"),
+        _category_change(v),
+        f"{v['base_n']:,} → {v['new_n']:,}",
+        v["direction"],
+    )
 
 
 def _category_change(v: Mapping[str, Any]) -> str:

@@ -12,10 +12,16 @@ import msgspec
 
 from faultline._version import __version__
 from faultline.errors import UsageError
-from faultline.targets.base import CallError, FailureKind, GenerationParams, parse_retry_after
+from faultline.targets.base import (
+    CallError,
+    Completion,
+    FailureKind,
+    GenerationParams,
+    parse_retry_after,
+)
 from faultline.targets.base import redact as redact_secrets
 
-__all__ = ["HttpTarget", "api_key", "public_url", "token_count"]
+__all__ = ["HttpTarget", "api_completion", "api_key", "public_url", "token_count"]
 
 _FATAL = {401: "auth", 403: "auth", 404: "not_found"}
 _MAX_MESSAGE = 500
@@ -225,6 +231,30 @@ class HttpTarget:
         """Close the connection pools."""
         for transport in self._transports:
             await transport.aclose()
+
+
+def api_completion(
+    data: dict[str, Any], text: str, reason: object, usage_keys: tuple[str, str]
+) -> Completion:
+    """A :class:`Completion` from an API answer: its text, stop reason, model and usage.
+
+    Args:
+        data: The decoded answer.
+        text: The answer's text, already extracted.
+        reason: The stop reason as the API gave it (kept only when it is a string).
+        usage_keys: The names of the input and output token counts in ``data["usage"]``.
+    """
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    model = data.get("model")
+    return Completion(
+        text=text,
+        model=model if isinstance(model, str) else None,
+        finish_reason=reason if isinstance(reason, str) else None,
+        input_tokens=token_count(usage.get(usage_keys[0])),
+        output_tokens=token_count(usage.get(usage_keys[1])),
+    )
 
 
 def token_count(value: object) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.targets._http import HttpTarget, token_count
+from faultline.targets._http import HttpTarget, api_completion
 from faultline.targets.base import CallError, Completion, Request
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_MAX_TOKENS", "AnthropicTarget"]
@@ -72,15 +72,4 @@ def _completion(data: dict[str, Any]) -> Completion:
         for b in blocks
         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
-    usage = data.get("usage")
-    if not isinstance(usage, dict):
-        usage = {}
-    reason = data.get("stop_reason")
-    model = data.get("model")
-    return Completion(
-        text=text,
-        model=model if isinstance(model, str) else None,
-        finish_reason=reason if isinstance(reason, str) else None,
-        input_tokens=token_count(usage.get("input_tokens")),
-        output_tokens=token_count(usage.get("output_tokens")),
-    )
+    return api_completion(data, text, data.get("stop_reason"), ("input_tokens", "output_tokens"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline.targets._http import HttpTarget, token_count
+from faultline.targets._http import HttpTarget, api_completion
 from faultline.targets.base import CallError, Completion, Request
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAITarget"]
@@ -68,15 +68,6 @@ def _completion(data: dict[str, Any]) -> Completion:
         text = message.get("refusal")
     if not isinstance(text, str):
         raise CallError("malformed", "the message has neither 'content' nor 'refusal' text")
-    usage = data.get("usage")
-    if not isinstance(usage, dict):
-        usage = {}
-    reason = choices[0].get("finish_reason")
-    model = data.get("model")
-    return Completion(
-        text=text,
-        model=model if isinstance(model, str) else None,
-        finish_reason=reason if isinstance(reason, str) else None,
-        input_tokens=token_count(usage.get("prompt_tokens")),
-        output_tokens=token_count(usage.get("completion_tokens")),
+    return api_completion(
+        data, text, choices[0].get("finish_reason"), ("prompt_tokens", "completion_tokens")
     )
