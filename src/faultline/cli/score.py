@@ -25,8 +25,8 @@ from faultline.cli._render import render_gates, render_run
     "-r",
     required=True,
     metavar="R",
-    type=click.Path(dir_okay=False),
-    help="Recorded responses (JSONL: probe_id, response, sample, model, error).",
+    help="Recorded responses: a JSONL, JSONL.gz or Parquet file (probe_id, response, sample, "
+    "model, error), a directory of them, or a glob such as 'logs/*.parquet'.",
 )
 @click.option(
     "--out",
@@ -58,6 +58,30 @@ from faultline.cli._render import render_gates, render_run
     default=None,
     help="Also write JUnit XML (one test case per probe) for CI systems.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where batches are scored: this machine's processes (--workers), or Dask "
+    "(pip install 'faultline[dask]'; docs/scale.md).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="A running Dask scheduler, e.g. tcp://10.0.0.5:8786 (default with --engine dask: "
+    "a LocalCluster of --workers processes).",
+)
+@click.option(
+    "--cases-inline-max",
+    type=click.IntRange(min=0),
+    default=50_000,
+    show_default=True,
+    metavar="N",
+    help="Above N cases, write them to DIR/cases.parquet and keep report.json to the "
+    "aggregates, worst cases and geometry (docs/report-format.md).",
+)
 @scoring_options
 def score_command(  # noqa: PLR0917 - click passes every option
     probes: str,
@@ -66,6 +90,9 @@ def score_command(  # noqa: PLR0917 - click passes every option
     transforms: tuple[str, ...],
     calibration: str | None,
     junit: str | None,
+    engine: str,
+    scheduler: str | None,
+    cases_inline_max: int,
     rules: str,
     rules_only: bool,
     learned: str,
@@ -107,6 +134,9 @@ def score_command(  # noqa: PLR0917 - click passes every option
             seed=seed,
             observability_min_cases=observability_min_cases,
             workers=workers,
+            engine=engine,
+            scheduler=scheduler,
+            cases_inline_max=cases_inline_max,
             on_progress=on_progress,
             calibration=attached,
         )

@@ -18,7 +18,7 @@ from faultline.metrics.stats import rate, wilson_interval
 from faultline.probes.model import Probe
 from faultline.probes.transforms import transform_lineage
 
-__all__ = ["NO_TRANSFORM", "transform_metrics", "with_transforms"]
+__all__ = ["NO_TRANSFORM", "transform_metrics", "transform_metrics_of_counts", "with_transforms"]
 
 NO_TRANSFORM = "none"
 """The ``by_transform`` key of the original, untransformed probes."""
@@ -45,6 +45,29 @@ def transform_metrics(
         ``n`` counts error cases too, a category's ``n`` only scored ones. ``None`` when
         no probe is transformed.
     """
+    n = len(probes)
+    return transform_metrics_of_counts(
+        probes,
+        np.bincount(probe, minlength=n),
+        np.bincount(probe[scored], minlength=n),
+        np.bincount(probe[scored & passed], minlength=n),
+    )
+
+
+def transform_metrics_of_counts(
+    probes: Sequence[Probe],
+    cases: NDArray[np.int64],
+    scored: NDArray[np.int64],
+    passed: NDArray[np.int64],
+) -> dict[str, Any] | None:
+    """:func:`transform_metrics` from counts per probe, which merge across batches by adding.
+
+    Args:
+        probes: The probe set's probes.
+        cases: How many cases each probe has.
+        scored: How many of them were scored.
+        passed: How many of them passed.
+    """
     labels = [NO_TRANSFORM if (lin := transform_lineage(p)) is None else lin[1] for p in probes]
     if all(label == NO_TRANSFORM for label in labels):
         return None
@@ -54,13 +77,15 @@ def transform_metrics(
     t_code = np.asarray([t_index[t] for t in labels], dtype=np.int64)
     c_index = {c: i for i, c in enumerate(categories)}
     c_code = np.asarray([c_index[p.category] for p in probes], dtype=np.int64)
-    case_t, case_c = t_code[probe], c_code[probe]
-    ok = scored & passed
     width = len(names) * len(categories)
-    cell = case_t * len(categories) + case_c
-    cell_n = np.bincount(cell[scored], minlength=width).reshape(len(names), -1)
-    cell_passed = np.bincount(cell[ok], minlength=width).reshape(len(names), -1)
-    n = np.bincount(case_t, minlength=len(names))
+    cell = t_code * len(categories) + c_code
+    cell_n = (
+        np.bincount(cell, weights=scored, minlength=width).astype(np.int64).reshape(len(names), -1)
+    )
+    cell_passed = (
+        np.bincount(cell, weights=passed, minlength=width).astype(np.int64).reshape(len(names), -1)
+    )
+    n = np.bincount(t_code, weights=cases, minlength=len(names)).astype(np.int64)
     out: dict[str, Any] = {}
     for i, name in enumerate(names):
         n_scored, n_passed = int(cell_n[i].sum()), int(cell_passed[i].sum())

@@ -17,7 +17,6 @@ from faultline.observability.documents import (
 )
 from faultline.observability.geometry import (
     DEFAULT_MIN_CASES,
-    CaseColumns,
     Geometry,
     compute_observability,
     geometry_of,
@@ -26,7 +25,6 @@ from faultline.observability.geometry import (
 
 __all__ = [
     "DEFAULT_MIN_CASES",
-    "CaseColumns",
     "CaseDocuments",
     "Geometry",
     "VerdictTable",

@@ -136,11 +136,15 @@ class VerdictTable:
             mapping[j] = i
         return mapping
 
+    def verdict_keys(self) -> list[VerdictKey]:
+        """The verdict keys, by index."""
+        return sorted(self.index, key=self.index.__getitem__)
+
     def texts(self) -> list[str]:
         """The verdict documents, by index (explanations without their verbatim quotes)."""
-        keys = sorted(self.index, key=self.index.__getitem__)
         return [
-            _verdict_text(key, _QUOTED.sub("", self.chosen[self.index[key]][1])) for key in keys
+            _verdict_text(key, _QUOTED.sub("", self.chosen[self.index[key]][1]))
+            for key in self.verdict_keys()
         ]
 
 

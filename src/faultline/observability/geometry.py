@@ -11,25 +11,33 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from faultline.observability.clustering import choose_and_fit
-from faultline.observability.documents import CaseDocuments, build_documents
+from faultline.observability.documents import (
+    CaseDocuments,
+    VerdictTable,
+    pair_documents,
+    probe_document,
+)
 from faultline.observability.embedding import CaseEmbedding
+from faultline.observability.pairs import RISK_SCALE, PairStats
 from faultline.scoring.case import CaseScore
 
 __all__ = [
     "DEFAULT_MIN_CASES",
-    "CaseColumns",
     "Geometry",
+    "PairColumns",
+    "PairGeometry",
     "compute_observability",
     "geometry_of",
     "load_numeric_libraries",
     "mutual_information",
+    "pair_geometry",
 ]
 
 DEFAULT_MIN_CASES = 5
@@ -54,31 +62,48 @@ class Geometry:
 
 
 @dataclass(frozen=True)
-class CaseColumns:
-    """The labels of each scored case that the geometry measures clusters against.
+class PairGeometry:
+    """The observability summary and the place of each distinct (probe, verdict) pair.
+
+    Every case of a pair has the pair's cluster and point.
 
     Attributes:
-        category: Each case's category.
-        severity: Each case's severity tier.
-        passed: Whether each case passed.
-        risk: Each case's risk score.
+        summary: The contract's ``observability`` object.
+        cluster: Each pair's cluster.
+        x: Each pair's x in the 2-D projection.
+        y: Each pair's y in the 2-D projection.
+    """
+
+    summary: dict[str, Any]
+    cluster: NDArray[np.int64]
+    x: NDArray[np.float64]
+    y: NDArray[np.float64]
+
+    def for_cases(self, case_pair: NDArray[np.int64]) -> Geometry:
+        """The geometry of each case, given the pair of each."""
+        return Geometry(
+            self.summary,
+            self.cluster[case_pair].tolist(),
+            self.x[case_pair].tolist(),
+            self.y[case_pair].tolist(),
+        )
+
+
+@dataclass(frozen=True)
+class PairColumns:
+    """The labels of each distinct pair that the geometry measures clusters against.
+
+    Attributes:
+        category: Each pair's category (its probe's).
+        severity: Each pair's severity tier.
+        passed: Whether the pair's cases passed (the verdict says).
+        risk: The total risk of the pair's cases, in ``RISK_SCALE`` units.
     """
 
     category: NDArray[np.object_]
     severity: NDArray[np.object_]
     passed: NDArray[np.bool_]
-    risk: NDArray[np.float64]
-
-    @classmethod
-    def of(cls, cases: Sequence[CaseScore]) -> CaseColumns:
-        """The columns of scored cases."""
-        n = len(cases)
-        return cls(
-            category=np.asarray([c.category for c in cases], dtype=object),
-            severity=np.asarray([c.severity for c in cases], dtype=object),
-            passed=np.fromiter((bool(c.passed) for c in cases), dtype=bool, count=n),
-            risk=np.fromiter((c.risk_score or 0.0 for c in cases), dtype=np.float64, count=n),
-        )
+    risk: NDArray[np.int64]
 
 
 def compute_observability(
@@ -99,28 +124,92 @@ def compute_observability(
     scored = [c for c in cases if c.status != "error"]
     if len(scored) < min_cases or not scored:
         return None
-    return geometry_of(
-        build_documents(scored),
-        CaseColumns.of(scored),
+    probes: dict[str, int] = {}
+    probe_texts: list[str] = []
+    labels: list[tuple[str, str]] = []
+    table = VerdictTable()
+    verdict = np.fromiter((table.add(c) for c in scored), dtype=np.int64, count=len(scored))
+    for case in scored:
+        if case.probe_id not in probes:
+            probes[case.probe_id] = len(probe_texts)
+            probe_texts.append(
+                probe_document(
+                    case.category, case.severity, case.expect, case.task, case.probe_input
+                )
+            )
+            labels.append((case.category, case.severity))
+    probe = np.fromiter((probes[c.probe_id] for c in scored), dtype=np.int64, count=len(scored))
+    position = np.zeros((len(scored), 3), dtype=np.int64)
+    position[:, 1] = np.arange(len(scored))
+    risk = np.fromiter((c.risk_score or 0.0 for c in scored), dtype=np.float64, count=len(scored))
+    pairs = PairStats.of_cases(probe, verdict, position, risk).in_report_order()
+    passed = np.asarray([key[0] == "pass" for key in table.verdict_keys()], dtype=bool)
+    geometry = pair_geometry(
+        pairs,
+        probe_texts,
+        table.texts(),
+        probe_category=np.asarray([c for c, _ in labels], dtype=object),
+        probe_severity=np.asarray([s for _, s in labels], dtype=object),
+        verdict_passed=passed,
         seed=seed,
         min_cases=min_cases,
         max_clusters=max_clusters,
     )
+    return geometry.for_cases(pairs.locate(probe, verdict))
+
+
+def pair_geometry(
+    pairs: PairStats,
+    probe_texts: Sequence[str],
+    verdict_texts: Sequence[str],
+    *,
+    probe_category: NDArray[np.object_],
+    probe_severity: NDArray[np.object_],
+    verdict_passed: NDArray[np.bool_],
+    seed: int = 0,
+    min_cases: int = DEFAULT_MIN_CASES,
+    max_clusters: int = 8,
+) -> PairGeometry:
+    """The failure geometry of scored cases given as their distinct pairs.
+
+    Args:
+        pairs: The pairs, in report order (:meth:`PairStats.in_report_order`).
+        probe_texts: The probe document of each probe index.
+        verdict_texts: The verdict document of each verdict index.
+        probe_category: The category of each probe index.
+        probe_severity: The severity of each probe index.
+        verdict_passed: Whether each verdict index is a pass.
+        seed: Seeds every random step.
+        min_cases: Recorded in the summary (the caller checks it).
+        max_clusters: The largest number of clusters considered.
+
+    Returns:
+        The geometry, one row per pair in the order of ``pairs``.
+    """
+    docs = pair_documents(list(probe_texts), list(verdict_texts), pairs.probe, pairs.verdict)
+    docs = replace(docs, pair_weight=pairs.count.astype(np.float64))
+    columns = PairColumns(
+        category=probe_category[pairs.probe],
+        severity=probe_severity[pairs.probe],
+        passed=verdict_passed[pairs.verdict],
+        risk=pairs.risk,
+    )
+    return geometry_of(docs, columns, seed=seed, min_cases=min_cases, max_clusters=max_clusters)
 
 
 def geometry_of(
     docs: CaseDocuments,
-    columns: CaseColumns,
+    columns: PairColumns,
     *,
     seed: int = 0,
     min_cases: int = DEFAULT_MIN_CASES,
     max_clusters: int = 8,
-) -> Geometry:
-    """The failure geometry of scored cases given as documents and label columns.
+) -> PairGeometry:
+    """The failure geometry of distinct pairs given as documents and label columns.
 
     Args:
-        docs: Each case's probe and verdict documents.
-        columns: Each case's labels, in the same order.
+        docs: The pairs' probe and verdict documents, with their case counts.
+        columns: Each pair's labels, in the same order.
         seed: Seeds every random step.
         min_cases: Recorded in the summary (the caller checks it).
         max_clusters: The largest number of clusters considered.
@@ -133,21 +222,19 @@ def geometry_of(
         embedding, projection = model.fit_transform(docs)
         choice = choose_and_fit(embedding, docs.pair_weight, seed=seed, max_clusters=max_clusters)
     pair_cluster = choice.labels
-    case_cluster = pair_cluster[docs.case_pair]
     # Category and severity belong to the probe, pass/fail to the verdict: each is constant
     # over a pair, so the contingency tables are built over pairs, weighted by their cases.
-    first = _first_case_of_pair(docs.case_pair, len(docs.pair_weight))
     labels: dict[str, list[object]] = {
-        "category": columns.category[first].tolist(),
-        "severity": columns.severity[first].tolist(),
-        "pass_fail": columns.passed[first].tolist(),
+        "category": columns.category.tolist(),
+        "severity": columns.severity.tolist(),
+        "pass_fail": columns.passed.tolist(),
     }
     weights = docs.pair_weight.astype(np.int64).tolist()
     clusters = pair_cluster.tolist()
     mi = {name: mutual_information(clusters, lab, weights) for name, lab in labels.items()}
     summary = {
         "min_cases": min_cases,
-        "n_cases": int(docs.case_pair.size),
+        "n_cases": int(sum(weights)),
         "seed": seed,
         "embedding": {
             **model.describe(),
@@ -163,18 +250,9 @@ def geometry_of(
         "n_clusters": choice.k,
         "mutual_information": {k: v[0] for k, v in mi.items()},
         "normalized_mutual_information": {k: v[1] for k, v in mi.items()},
-        "clusters": _summaries(
-            columns, case_cluster=case_cluster, pair_cluster=pair_cluster, docs=docs, model=model
-        ),
+        "clusters": _summaries(columns, pair_cluster=pair_cluster, docs=docs, model=model),
     }
-    xy = projection[docs.case_pair]
-    return Geometry(summary, case_cluster.tolist(), xy[:, 0].tolist(), xy[:, 1].tolist())
-
-
-def _first_case_of_pair(case_pair: NDArray[np.int64], n_pairs: int) -> NDArray[np.int64]:
-    first = np.full(n_pairs, -1, dtype=np.int64)
-    first[case_pair[::-1]] = np.arange(case_pair.size - 1, -1, -1)
-    return first
+    return PairGeometry(summary, pair_cluster, projection[:, 0].copy(), projection[:, 1].copy())
 
 
 def load_numeric_libraries() -> None:
@@ -226,36 +304,47 @@ def _entropy(counts: Counter[Any], n: int) -> float:
 
 
 def _summaries(
-    columns: CaseColumns,
+    columns: PairColumns,
     *,
-    case_cluster: NDArray[np.int64],
     pair_cluster: NDArray[np.int64],
     docs: CaseDocuments,
     model: CaseEmbedding,
 ) -> list[dict[str, Any]]:
     out = []
-    for cid in range(int(case_cluster.max()) + 1):
-        mask = case_cluster == cid
-        size = int(mask.sum())
+    weight = docs.pair_weight.astype(np.int64)
+    for cid in range(int(pair_cluster.max()) + 1):
+        mask = pair_cluster == cid
+        size = int(weight[mask].sum())
         if not size:
             continue
-        cats = Counter(columns.category[mask].tolist())
-        asked, happened = model.centroid_terms(docs, np.flatnonzero(pair_cluster == cid), TOP_TERMS)
+        w = weight[mask].tolist()
+        cats = _weighted_counts(columns.category[mask].tolist(), w)
+        failed = int(weight[mask][~columns.passed[mask]].sum())
+        asked, happened = model.centroid_terms(docs, np.flatnonzero(mask), TOP_TERMS)
         out.append(
             {
                 "id": cid,
                 "size": size,
-                "fail_rate": int(size - columns.passed[mask].sum()) / size,
-                "risk_mean": math.fsum(np.sort(columns.risk[mask]).tolist()) / size,
+                "fail_rate": failed / size,
+                "risk_mean": int(columns.risk[mask].sum()) / (size * RISK_SCALE),
                 "top_terms": _interleave(asked, happened, TOP_TERMS),
                 "top_probe_terms": asked,
                 "top_verdict_terms": happened,
                 "dominant_category": _dominant(cats),
-                "dominant_severity": _dominant(Counter(columns.severity[mask].tolist())),
+                "dominant_severity": _dominant(
+                    _weighted_counts(columns.severity[mask].tolist(), w)
+                ),
                 "categories": dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))[:5]),
             }
         )
     return out
+
+
+def _weighted_counts(labels: list[Any], weights: list[int]) -> Counter[Any]:
+    counts: Counter[Any] = Counter()
+    for label, w in zip(labels, weights, strict=True):
+        counts[label] += w
+    return counts
 
 
 def _interleave(first: list[str], second: list[str], top: int) -> list[str]:

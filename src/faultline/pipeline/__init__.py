@@ -1,47 +1,62 @@
 """Score recorded responses end to end: read, score (in parallel), measure, report.
 
-:func:`score_files` is what ``faultline score`` and ``faultline demo`` run. It streams the
-responses file in chunks of whole lines. Each chunk is decoded, validated, scored and encoded
-in a worker process (or in this process for small inputs) by :mod:`.chunks`; the parent folds
-the chunks into one run (:mod:`.assemble`), orders the cases, computes the failure geometry
-and writes the report. Nothing is written until every response has been read and scored, so
-bad input never leaves a half-written report, and a previous report in the same directory
-survives.
+:func:`score_files` is what ``faultline score`` and ``faultline demo`` run. It reads the
+responses (JSONL, JSONL.gz or Parquet files, a directory or a glob) as a stream of pieces.
+An engine (:mod:`.engines`: this process, worker processes, or Dask) runs the batch function
+(:mod:`.batch`) on each piece; the parent folds the results into one run (:mod:`.assemble`),
+computes the failure geometry and writes the report. Small runs keep their cases in
+report.json; above ``cases_inline_max`` cases they go to cases.parquet and memory stays flat
+in the number of responses. Nothing is written until every response has been read and
+scored, so bad input never leaves a half-written report, and a previous report in the same
+directory survives.
 """
 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
-import signal
+import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline.errors import UsageError
 from faultline.metrics.aggregate import with_expected_modes
-from faultline.metrics.transforms import with_transforms
+from faultline.metrics.transforms import transform_metrics_of_counts, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, load_numeric_libraries
-from faultline.pipeline import chunks
 from faultline.pipeline.assemble import RunAssembly
+from faultline.pipeline.batch import BatchContext, Layout
+from faultline.pipeline.engines import open_engine
 from faultline.probes.loader import load_probes
 from faultline.probes.probeset import ProbeSet
 from faultline.report.build import run_metadata, write_report
 from faultline.report.model import Report
-from faultline.responses.loader import CHUNK_BYTES, iter_chunks
+from faultline.responses.loader import CHUNK_BYTES
+from faultline.responses.sources import iter_pieces, resolve_sources, source_bytes
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
 
-__all__ = ["PARALLEL_MIN_BYTES", "ProgressCallback", "ScoreRun", "score_files"]
+__all__ = [
+    "CASES_INLINE_MAX",
+    "PARALLEL_MIN_BYTES",
+    "ProgressCallback",
+    "ScoreRun",
+    "score_files",
+]
 
 ProgressCallback = Callable[[str, int, int], None]
-"""Called as ``(stage, done, total)``; stage ``score`` counts bytes of the responses file."""
+"""Called as ``(stage, done, total)``; stage ``score`` counts bytes of the responses files."""
 
 PARALLEL_MIN_BYTES = 8 << 20
 """Inputs smaller than this are scored in this process: a pool would cost more than it saves."""
+
+PIECE_ROWS = 20_000
+"""Parquet rows per batch."""
+
+CASES_INLINE_MAX = 50_000
+"""Above this many cases, they go to cases.parquet instead of report.json."""
 
 
 @dataclass
@@ -49,7 +64,8 @@ class ScoreRun:
     """The outcome of :func:`score_files`.
 
     Attributes:
-        report: The report (its cases are read from their report.json lines on demand).
+        report: The report (its cases are read from their report.json lines on demand; a
+            large run's are in cases.parquet, ``report.cases_file``).
         written: The files written.
         unanswered: Ids of probes that no response answers.
         workers: How many worker processes scored the responses (0: this process).
@@ -71,6 +87,11 @@ def score_files(
     seed: int = 0,
     observability_min_cases: int = DEFAULT_MIN_CASES,
     workers: int | None = 1,
+    engine: str = "local",
+    scheduler: str | None = None,
+    cases_inline_max: int = CASES_INLINE_MAX,
+    piece_bytes: int = CHUNK_BYTES,
+    piece_rows: int = PIECE_ROWS,
     on_progress: ProgressCallback | None = None,
     run_id: str | None = None,
     created_at: str | None = None,
@@ -78,94 +99,202 @@ def score_files(
     target: Mapping[str, Any] | None = None,
     execution: Mapping[str, Any] | None = None,
 ) -> ScoreRun:
-    """Score a responses file against a probe set and write the report.
+    """Score responses against a probe set and write the report.
 
     The report is the one :func:`faultline.build_report` writes for
     ``faultline.score(probes, load_responses(responses))``, byte for byte apart from the
-    run id and time, but it is built without holding every case as an object.
+    run id and time, but it is built without holding every case as an object; above
+    ``cases_inline_max`` cases, the cases go to cases.parquet and report.json keeps the
+    aggregates, the worst cases and the geometry (schema 2, docs/report-format.md).
 
     Args:
         probes: A probe-set file, directory or built-in name, or a loaded set.
-        responses: The responses file (JSONL).
-        out: The directory for report.json and report.md (``None``: write nothing).
+        responses: A responses file (JSONL, JSONL.gz or Parquet), a directory of them, or
+            a glob.
+        out: The directory for the report (``None``: write nothing; cases stay inline).
         rules: A rule pack, or the name or path of one.
         config: Pass threshold and severity weights.
-        seed: Seeds the failure geometry.
+        seed: Seeds the failure geometry and the HTML sample.
         observability_min_cases: The fewest scored cases for which the geometry is built.
-        workers: Worker processes for scoring: 1 (the default) scores in this process;
-            ``None`` uses one per CPU. Inputs under 8 MB are always scored in this process.
+        workers: Worker processes: 1 (the default) scores in this process; ``None`` uses
+            one per CPU. Inputs under 8 MB are scored in this process by the local engine.
             Worker processes start fresh interpreters, so a script that uses them needs the
-            usual ``if __name__ == "__main__":`` guard.
-        on_progress: Called with progress as chunks are scored.
+            usual ``if __name__ == "__main__":`` guard. With ``engine="dask"``, the workers
+            of the LocalCluster started when no ``scheduler`` is given.
+        engine: ``local`` (this process or a process pool) or ``dask``.
+        scheduler: The address of a running Dask scheduler (``engine="dask"``).
+        cases_inline_max: The most cases kept in report.json.
+        piece_bytes: Roughly how many bytes of JSONL each batch covers.
+        piece_rows: How many Parquet rows each batch covers. The report does not depend
+            on either; cases.parquet's row groups follow the batches.
+        on_progress: Called with progress as pieces are scored.
         run_id: The run id (default: a new one).
         created_at: The creation time (default: now).
         calibration: Each rule's measured precision, for ``run.calibration``.
         target: The target that produced the responses, for ``run.target`` (default: the
-            responses file, as ``replay:NAME``).
+            responses, as ``replay:NAME``).
         execution: How the responses were collected, for ``run.execution``
             (``faultline run`` gives it).
 
     Raises:
         InputError: A probe set, responses file or rule pack is malformed; nothing is written.
+        UsageError: An option is out of range, or the engine cannot start.
     """
+    if cases_inline_max < 0:
+        raise UsageError(f"cases_inline_max must be 0 or more, got {cases_inline_max}")
     probe_set = probes if isinstance(probes, ProbeSet) else load_probes(probes)
     pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
     config = config or ScoringConfig()
-    path = Path(responses)
-    size = path.stat().st_size if path.is_file() else 0
-    n_workers = _worker_count(workers, size)
+    paths = resolve_sources(responses)
+    size = source_bytes(paths)
+    n_workers = _worker_count(workers, size, engine)
     # scikit-learn and SciPy take seconds to import: load them while the responses are scored.
     threading.Thread(target=load_numeric_libraries, name="faultline-imports", daemon=True).start()
     digest = hashlib.sha256()
-    assembly = RunAssembly(probe_set, path, config.severity_weights)
-    with _Pool(n_workers, (probe_set.by_id, probe_set.name, pack, config)) as pool:
-        qualify = len(pool.scan_models(path)) > 1
+    context = BatchContext(probe_set.by_id, probe_set.name, pack, config)
+    spill_dir = None
+    runner = open_engine(engine, context, workers=n_workers, scheduler=scheduler)
+    try:
+        models: set[str | None] = set()
+        records = 0
+        for found in runner.scan(iter_pieces(paths, piece_bytes, piece_rows)):
+            if found is not None:
+                models |= found[0]
+                records += found[1]
+        names = sorted({m or "" for m in models})
+        inline = out is None or records <= cases_inline_max
+        if not inline:
+            Path(out).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
+            spill_dir = Path(tempfile.mkdtemp(prefix=".faultline-", dir=out))
+        layout = Layout({name: i for i, name in enumerate(names)}, len(models) > 1, inline)
+        assembly = RunAssembly(
+            probe_set,
+            config.severity_weights,
+            model_names=names,
+            spill=None if spill_dir is None else spill_dir / "cases.arrow",
+        )
         done = 0
-        for result in pool.score(path, digest, qualify):
-            assembly.add(result)
+        for result in runner.score(iter_pieces(paths, piece_bytes, piece_rows, digest), layout):
+            assembly.add(result, result.path)
             done += result.nbytes
             if on_progress is not None:
                 on_progress("score", done, size)
+    except BaseException:
+        _remove(spill_dir)
+        raise
+    finally:
+        runner.close()
+    try:
+        return _report(
+            assembly,
+            probe_set=probe_set,
+            pack=pack,
+            config=config,
+            paths=paths,
+            responses=responses,
+            digest=digest.hexdigest(),
+            out=None if out is None else Path(out),
+            spill_dir=spill_dir,
+            seed=seed,
+            min_cases=observability_min_cases,
+            workers=runner.workers,
+            on_progress=on_progress,
+            meta={
+                "run_id": run_id,
+                "created_at": created_at,
+                "calibration": calibration,
+                "target": target,
+                "execution": execution,
+            },
+        )
+    finally:
+        _remove(spill_dir)
+
+
+def _report(
+    assembly: RunAssembly,
+    *,
+    probe_set: ProbeSet,
+    pack: RulePack,
+    config: ScoringConfig,
+    paths: list[Path],
+    responses: str | Path,
+    digest: str,
+    out: Path | None,
+    spill_dir: Path | None,
+    seed: int,
+    min_cases: int,
+    workers: int,
+    on_progress: ProgressCallback | None,
+    meta: dict[str, Any],
+) -> ScoreRun:
+    from faultline.report.html import MAX_HTML_CASES
+    from faultline.report.parquet import CASES_FILE
+
     if on_progress is not None:
         on_progress("report", 0, 1)
-    cases, geometry, answered = assembly.finish(seed=seed, min_cases=observability_min_cases)
-    recorded = {"name": path.name, "sha256": digest.hexdigest(), "records": len(cases)}
-    described = {"spec": f"replay:{path.name}", "provider": "replay"} if target is None else target
-    target = {**described, "models": assembly.models, "responses": recorded}
+    assembly.check_unique()
+    pairs, geometry = assembly.geometry(seed=seed, min_cases=min_cases)
+    counts = assembly.probe_counts
+    metrics = with_expected_modes(
+        with_transforms(
+            assembly.metrics.result(),
+            transform_metrics_of_counts(probe_set.probes, counts[0], counts[1], counts[2]),
+        ),
+        assembly.failed_per_probe(),
+        {p.id: p.failure_modes for p in probe_set},
+    )
+    name = paths[0].name if len(paths) == 1 else str(responses)
+    recorded: dict[str, Any] = {"name": name, "sha256": digest, "records": assembly.n_cases}
+    if len(paths) > 1:
+        recorded["files"] = len(paths)
+    target = meta["target"]
+    described = {"spec": f"replay:{name}", "provider": "replay"} if target is None else target
     run = run_metadata(
         probe_set=probe_set,
         rules=pack,
         config=config,
-        target=target,
+        target={**described, "models": sorted(assembly.models), "responses": recorded},
         seed=seed,
-        observability_min_cases=observability_min_cases,
-        run_id=run_id,
-        created_at=created_at,
-        calibration=calibration,
+        observability_min_cases=min_cases,
+        run_id=meta["run_id"],
+        created_at=meta["created_at"],
+        calibration=meta["calibration"],
     )
+    answered = assembly.answered()
     unanswered = [p.id for i, p in enumerate(probe_set) if i not in answered]
     run["probe_set"]["unanswered"] = len(unanswered)
-    if execution is not None:
-        run["execution"] = dict(execution)
-    report = Report(
-        run=run,
-        cases=cases,
-        aggregate_metrics=with_expected_modes(
-            with_transforms(assembly.metrics.result(), assembly.transform_metrics()),
-            assembly.failed_per_probe(),
-            {p.id: p.failure_modes for p in probe_set},
-        ),
-        observability=None if geometry is None else geometry.summary,
-    )
-    outcome = ScoreRun(report, unanswered=unanswered, workers=n_workers)
+    if meta["execution"] is not None:
+        run["execution"] = dict(meta["execution"])
+    observability = None if geometry is None else geometry.summary
+    if assembly.inline:
+        report = Report(run, assembly.inline_cases(pairs, geometry), metrics, observability)
+    else:
+        assert out is not None and spill_dir is not None
+        cases_file = assembly.write_cases(
+            spill_dir / CASES_FILE,
+            pairs,
+            geometry,
+            worst=[w["case_id"] for w in metrics["worst_cases"]],
+            sample_size=MAX_HTML_CASES,
+            seed=seed,
+        )
+        cases_file.rules = [[k, label, n] for (k, label), n in sorted(assembly.rules.items())]
+        report = Report(run, [], metrics, observability, cases_file)
+    outcome = ScoreRun(report, unanswered=unanswered, workers=workers)
     if out is not None:
-        outcome.written = write_report(report, Path(out))
+        if spill_dir is not None:  # the cases first: report.json then never names missing ones
+            (spill_dir / CASES_FILE).replace(out / CASES_FILE)
+            outcome.written.append(out / CASES_FILE)
+        outcome.written[:0] = write_report(report, out)
     if on_progress is not None:
         on_progress("report", 1, 1)
     return outcome
 
 
-def _worker_count(requested: int | None, size: int) -> int:
+def _worker_count(requested: int | None, size: int, engine: str) -> int:
+    if engine != "local":
+        return requested or os.cpu_count() or 1
     if requested is not None and requested <= 1:
         return 0
     if size < PARALLEL_MIN_BYTES:
@@ -173,69 +302,8 @@ def _worker_count(requested: int | None, size: int) -> int:
     return requested or os.cpu_count() or 1
 
 
-class _Pool:
-    """Runs the chunk functions in worker processes, or in this process when ``workers`` is 0.
+def _remove(directory: Path | None) -> None:
+    import shutil
 
-    Each worker gets the probes, rules and configuration once, when it starts.
-    """
-
-    def __init__(self, workers: int, init_args: tuple[Any, ...]) -> None:
-        self.workers = workers
-        self._executor: ProcessPoolExecutor | None = None
-        if workers == 0:
-            chunks.init(*init_args)
-        else:
-            method = (
-                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            )
-            self._executor = ProcessPoolExecutor(
-                workers,
-                mp_context=multiprocessing.get_context(method),
-                initializer=_init_worker,
-                initargs=init_args,
-            )
-
-    def __enter__(self) -> _Pool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        # On an error or Ctrl-C, drop the queued chunks and wait for the few in flight, so no
-        # worker outlives the run.
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-
-    def scan_models(self, path: Path) -> set[str | None]:
-        """Every model named in the file (bad lines are left to the scoring pass)."""
-        pieces = (chunk for _, chunk in iter_chunks(path, CHUNK_BYTES))
-        found: set[str | None] = set()
-        results = (
-            map(chunks.scan_models, pieces)
-            if self._executor is None
-            else self._executor.map(chunks.scan_models, pieces)
-        )
-        for models in results:
-            found |= models or set()
-        return found
-
-    def score(self, path: Path, digest: Any, qualify: bool) -> Iterator[chunks.ChunkResult]:
-        """Score every chunk, yielding results in file order."""
-        pieces = iter_chunks(path, CHUNK_BYTES, digest)
-        if self._executor is None:
-            for first_line, chunk in pieces:
-                yield chunks.score_chunk(path, chunk, first_line, qualify)
-            return
-        pending: list[Future[chunks.ChunkResult]] = []
-        for first_line, chunk in pieces:
-            pending.append(
-                self._executor.submit(chunks.score_chunk, path, chunk, first_line, qualify)
-            )
-            while len(pending) > 2 * self.workers:
-                yield pending.pop(0).result()
-        while pending:
-            yield pending.pop(0).result()
-
-
-def _init_worker(*init_args: Any) -> None:
-    """A worker's start: Ctrl-C is the parent's to handle (it stops the pool), then the state."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    chunks.init(*init_args)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,15 +1,25 @@
-"""The parent side of scoring a file: merge chunk results into one run, in report order.
+"""The parent side of scoring: merge batch results into one run, then lay its cases out.
 
-Chunks arrive in file order. Their metrics merge exactly; their verdict tables merge into one;
-their cases are put in the report's stable order (model, probe-set order, sample) by sorting
-a few integer columns, and only then is the failure geometry computed and spliced into each
-case's line — the same bytes ``build_report`` would write for the same cases.
+Batch results arrive in input order. Their metrics, verdict tables, pairs and counts merge
+exactly. The cases then go one of two ways:
+
+- **inline** (up to ``cases_inline_max``): each case's report.json line is kept, the lines are
+  put in the report's stable order (model, probe-set order, sample) by sorting a few integer
+  columns, and the geometry's fields are spliced into each line: the same bytes
+  ``build_report`` writes for the same cases.
+- **cases.parquet** (above it): each batch's Arrow table is appended to a spill file as it
+  arrives, so the parent holds 24 bytes a case (the duplicate check's key) and not the case.
+  Once the geometry is known, the spill is read back a batch at a time, each case gets its
+  cluster and point, and cases.parquet is written in input order. The worst cases and the
+  HTML sample are picked up on the way.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,191 +29,379 @@ from numpy.typing import NDArray
 
 from faultline.errors import ResponseError
 from faultline.metrics.aggregate import MetricsAccumulator
-from faultline.metrics.transforms import transform_metrics
-from faultline.observability.documents import VerdictTable, pair_documents, probe_document
-from faultline.observability.geometry import CaseColumns, Geometry, geometry_of
-from faultline.pipeline.chunks import ChunkResult
+from faultline.observability.documents import VerdictTable, probe_document
+from faultline.observability.geometry import PairGeometry, pair_geometry
+from faultline.observability.pairs import PairStats
+from faultline.pipeline.batch import BatchResult
 from faultline.probes.probeset import ProbeSet
-from faultline.report.model import CaseLines
+from faultline.report.model import CaseLines, CasesFile
+from faultline.report.parquet import CASES_FILE
+from faultline.report.sampling import StratifiedSampler
 
 __all__ = ["RunAssembly"]
 
 _FLOAT = msgspec.json.Encoder()
+_ROW_GROUP = 131_072
 
 
 @dataclass
-class _Columns:
-    lines: list[int]
-    case_ids: list[str]
-    probe: list[NDArray[np.int64]]
-    sample: list[NDArray[np.int64]]
-    models: list[str | None]
-    scored: list[NDArray[np.bool_]]
-    passed: list[NDArray[np.bool_]]
-    risk: list[NDArray[np.float64]]
-    verdict: list[NDArray[np.int64]]
-    json: list[bytes]
+class _Inline:
+    json: list[bytes] = field(default_factory=list)
+    case_ids: list[str] = field(default_factory=list)
+    verdict: list[NDArray[np.int64]] = field(default_factory=list)
 
 
 class RunAssembly:
-    """Collects chunk results and turns them into the run's cases, metrics and geometry.
+    """Collects batch results and turns them into the run's cases, metrics and geometry.
 
     Args:
         probe_set: The probes the responses answer.
-        path: The responses file, for messages.
         severity_weights: The run's severity weights.
+        model_names: The run's models in rank order (``""``, first, for no model).
+        spill: Where large runs spill their cases (``None``: cases stay inline).
     """
 
-    def __init__(self, probe_set: ProbeSet, path: Path, severity_weights: dict[str, float]) -> None:
+    def __init__(
+        self,
+        probe_set: ProbeSet,
+        severity_weights: dict[str, float],
+        *,
+        model_names: list[str],
+        spill: Path | None,
+    ) -> None:
         self.probe_set = probe_set
-        self.path = path
+        self.model_names = model_names
         self.metrics = MetricsAccumulator(severity_weights)
         self.verdicts = VerdictTable()
-        self._c = _Columns([], [], [], [], [], [], [], [], [], [])
+        self.probe_counts = np.zeros((4, len(probe_set)), dtype=np.int64)
+        self.strata: Counter[tuple[str, str]] = Counter()
+        self.rules: Counter[tuple[str, str]] = Counter()
+        self.models: set[str] = set()
+        self._pairs: list[PairStats] = []
+        self._keys: list[NDArray[np.int64]] = []
+        self._lines: list[NDArray[np.int64]] = []
+        self._paths: list[Path] = []
+        self._inline = _Inline() if spill is None else None
+        self._spill_path = spill
+        self._spill: Any = None
+        self._mappings: list[NDArray[np.int64]] = []
 
-    def add(self, result: ChunkResult) -> None:
-        """Fold in one chunk's result (chunks must arrive in file order)."""
-        c = self._c
-        c.lines.extend(result.lines)
-        c.case_ids.extend(result.case_ids)
-        c.probe.append(result.probe)
-        c.sample.append(result.sample)
-        c.models.extend(result.models)
-        c.scored.append(result.scored)
-        c.passed.append(result.passed)
-        c.risk.append(result.risk)
-        mapping = self.verdicts.merge(result.verdicts)
-        # Error cases keep -1; a chunk of errors only has an empty mapping, so index by mask.
-        verdict = np.full_like(result.verdict, -1)
-        known = result.verdict >= 0
-        verdict[known] = mapping[result.verdict[known]]
-        c.verdict.append(verdict)
-        c.json.extend(result.json)
+    @property
+    def inline(self) -> bool:
+        """Whether the cases are kept inline."""
+        return self._inline is not None
+
+    def add(self, result: BatchResult, path: Path) -> None:
+        """Fold in one piece's result (pieces must arrive in input order)."""
         self.metrics.merge(result.metrics)
+        mapping = self.verdicts.merge(result.verdicts)
+        self._pairs.append(result.pairs.with_verdicts(mapping))
+        self.probe_counts += result.probe_counts
+        self.strata.update(result.strata)
+        self.rules.update(result.rules)
+        self.models |= result.models
+        self._keys.append(_pack(result.keys))
+        self._paths.append(path)
+        if self._inline is not None:
+            self._lines.append(result.lines)
+            assert result.verdict is not None
+            verdict = result.verdict.copy()
+            known = verdict >= 0
+            verdict[known] = mapping[verdict[known]]
+            self._inline.verdict.append(verdict)
+            self._inline.json.extend(result.json)
+            self._inline.case_ids.extend(result.case_ids)
+        else:
+            self._write_spill(result.table, mapping)
+        if len(self._pairs) >= 64:  # keep the pair list short on long inputs
+            self._pairs = [PairStats.merged(self._pairs)]
+
+    @property
+    def n_cases(self) -> int:
+        """How many cases so far."""
+        return sum(k.shape[0] for k in self._keys)
+
+    def answered(self) -> set[int]:
+        """The indices of the probes some response answers."""
+        return set(np.flatnonzero(self.probe_counts[0]).tolist())
 
     def failed_per_probe(self) -> dict[str, int]:
         """Failed cases per probe id."""
-        c = self._c
-        failed = _cat(c.scored, np.bool_) & ~_cat(c.passed, np.bool_)
-        counts = np.bincount(_cat(c.probe, np.int64)[failed], minlength=len(self.probe_set))
         probes = self.probe_set.probes
-        return {probes[i].id: int(n) for i, n in enumerate(counts.tolist()) if n}
+        return {probes[i].id: int(n) for i, n in enumerate(self.probe_counts[3].tolist()) if n}
 
-    def transform_metrics(self) -> dict[str, Any] | None:
-        """``by_transform``: outcomes per attack transform, or ``None`` when none was applied."""
-        c = self._c
-        return transform_metrics(
-            self.probe_set.probes,
-            _cat(c.probe, np.int64),
-            _cat(c.scored, np.bool_),
-            _cat(c.passed, np.bool_),
+    def check_unique(self) -> None:
+        """Raise when two responses answer the same probe, sample and model."""
+        if not self._keys:
+            return
+        keys = np.concatenate(self._keys)
+        if keys.ndim == 1:
+            unique = np.unique(keys)
+            if unique.size == keys.size:
+                return
+            flat = keys
+        else:
+            if np.unique(keys, axis=0).shape[0] == keys.shape[0]:
+                return
+            flat = np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+        order = np.argsort(flat, kind="stable")
+        repeat = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+        # The repeat that comes first in input order, and the answer it repeats.
+        second = int(np.min(order[repeat + 1]))
+        first = int(np.flatnonzero(flat == flat[second])[0])
+        self._raise_repeat(first, second)
+
+    def _raise_repeat(self, first: int, second: int) -> None:
+        (first_path, first_line), (path, line) = self._places([first, second])
+        model, probe, sample = _unpack(np.concatenate(self._keys)[second])
+        name = self.model_names[model] if model < len(self.model_names) else ""
+        by = f" by model '{name}'" if name else ""
+        where = f"line {first_line}" if first_path == path else f"{first_path}, line {first_line}"
+        raise ResponseError(
+            f"probe '{self.probe_set.probes[probe].id}' sample {sample} is answered twice{by} "
+            f"(first at {where}); give each generation its own sample number",
+            path=path,
+            line=line,
+            field="sample",
         )
 
-    @property
-    def models(self) -> list[str]:
-        """The models that answered, sorted."""
-        return sorted({m for m in self._c.models if m is not None})
+    def _places(self, rows: Sequence[int]) -> list[tuple[Path, int]]:
+        """The file and line of each of some cases, given their places in the input."""
+        sizes = np.cumsum([k.shape[0] for k in self._keys])
+        out = []
+        for row in rows:
+            piece = int(np.searchsorted(sizes, row, side="right"))
+            offset = row - (int(sizes[piece - 1]) if piece else 0)
+            out.append((self._paths[piece], self._line_of(piece, offset)))
+        return out
 
-    def finish(self, *, seed: int, min_cases: int) -> tuple[CaseLines, Geometry | None, set[int]]:
-        """Order the cases, check them, and compute the geometry of the scored ones.
+    def _line_of(self, piece: int, offset: int) -> int:
+        if self._inline is not None:
+            return int(self._lines[piece][offset])
+        import pyarrow as pa
 
-        Returns:
-            ``(cases, geometry, answered)``: the cases in report order, with the geometry's
-            fields attached; the geometry (or ``None``); the indices of answered probes.
+        self._close_spill()
+        with pa.memory_map(str(self._spill_path), "r") as source:
+            reader = pa.ipc.open_file(source)
+            return int(reader.get_batch(piece).column("_line")[offset].as_py())
 
-        Raises:
-            ResponseError: Two responses answer the same probe, sample and model.
-        """
-        c = self._c
-        probe, sample = _cat(c.probe, np.int64), _cat(c.sample, np.int64)
-        model_names = sorted({m or "" for m in c.models})
-        model_rank = {name: i for i, name in enumerate(model_names)}
-        model = np.asarray([model_rank[m or ""] for m in c.models], dtype=np.int64)
-        self._check_unique(probe, sample, model, model_names)
-        order = np.lexsort((sample, probe, model))
-        json = [c.json[i] for i in order.tolist()]
-        case_ids = [c.case_ids[i] for i in order.tolist()]
-        scored = _cat(c.scored, np.bool_)[order]
-        if int(scored.sum()) < min_cases or not scored.any():
-            return CaseLines(json, case_ids), None, set(np.unique(probe).tolist())
-        geometry = self._geometry(order, scored, probe, seed=seed, min_cases=min_cases)
-        return (
-            CaseLines(json, case_ids, _tails(len(json), scored, geometry)),
-            geometry,
-            set(np.unique(probe).tolist()),
-        )
+    # ------------------------------------------------------------------------ geometry
 
-    def _geometry(
-        self,
-        order: NDArray[np.int64],
-        scored: NDArray[np.bool_],
-        probe: NDArray[np.int64],
-        *,
-        seed: int,
-        min_cases: int,
-    ) -> Geometry:
-        c = self._c
-        rows = order[scored]
-        case_probe = probe[rows]
+    def geometry(self, *, seed: int, min_cases: int) -> tuple[PairStats, PairGeometry | None]:
+        """The run's pairs in report order, and their geometry (``None`` below ``min_cases``)."""
+        pairs = PairStats.merged(self._pairs).in_report_order()
+        self._pairs = [pairs]
+        if int(pairs.count.sum()) < min_cases or pairs.count.size == 0:
+            return pairs, None
         probes = self.probe_set.probes
-        present = set(np.unique(case_probe).tolist())
+        present = set(pairs.probe.tolist())
         probe_texts = [
             probe_document(p.category, p.severity, p.expect, p.task, p.input_text)
             if i in present
             else ""
             for i, p in enumerate(probes)
         ]
-        docs = pair_documents(
-            probe_texts, self.verdicts.texts(), case_probe, _cat(c.verdict, np.int64)[rows]
+        geometry = pair_geometry(
+            pairs,
+            probe_texts,
+            self.verdicts.texts(),
+            probe_category=np.asarray([p.category for p in probes], dtype=object),
+            probe_severity=np.asarray([p.severity for p in probes], dtype=object),
+            verdict_passed=np.asarray(
+                [key[0] == "pass" for key in self.verdicts.verdict_keys()], dtype=bool
+            ),
+            seed=seed,
+            min_cases=min_cases,
         )
-        category = np.asarray([p.category for p in probes], dtype=object)
-        severity = np.asarray([p.severity for p in probes], dtype=object)
-        columns = CaseColumns(
-            category=category[case_probe],
-            severity=severity[case_probe],
-            passed=_cat(c.passed, np.bool_)[rows],
-            risk=_cat(c.risk, np.float64)[rows],
-        )
-        return geometry_of(docs, columns, seed=seed, min_cases=min_cases)
+        return pairs, geometry
 
-    def _check_unique(
-        self,
-        probe: NDArray[np.int64],
-        sample: NDArray[np.int64],
-        model: NDArray[np.int64],
-        names: Sequence[str],
-    ) -> None:
-        if probe.size == 0:
-            return
-        if int(sample.min()) >= 0 and int(sample.max()) < 1 << 31 and len(names) < 1 << 11:
-            keys = (probe << 42) | (model << 31) | sample
-            repeated = np.unique(keys).size < keys.size
-        else:
-            repeated = (
-                np.unique(np.stack([probe, sample, model], axis=1), axis=0).shape[0] < probe.size
+    # -------------------------------------------------------------------------- inline
+
+    def inline_cases(self, pairs: PairStats, geometry: PairGeometry | None) -> CaseLines:
+        """The cases in report order, with the geometry's fields attached."""
+        assert self._inline is not None
+        keys = np.concatenate(self._keys) if self._keys else np.zeros(0, dtype=np.int64)
+        model, probe, sample = _columns(keys)
+        order = np.lexsort((sample, probe, model))
+        json = [self._inline.json[i] for i in order.tolist()]
+        case_ids = [self._inline.case_ids[i] for i in order.tolist()]
+        if geometry is None:
+            return CaseLines(json, case_ids)
+        verdict = np.concatenate(self._inline.verdict)[order]
+        scored = verdict >= 0
+        at = pairs.locate(probe[order][scored], verdict[scored])
+        return CaseLines(json, case_ids, _tails(len(json), scored, geometry, at))
+
+    # ---------------------------------------------------------------------- cases.parquet
+
+    def _write_spill(self, table: Any, mapping: NDArray[np.int64]) -> None:
+        import pyarrow as pa
+
+        verdict = table.column("_verdict").to_numpy()
+        remapped = np.where(
+            verdict >= 0, mapping[np.maximum(verdict, 0)] if mapping.size else -1, -1
+        )
+        table = table.set_column(
+            table.schema.get_field_index("_verdict"), "_verdict", pa.array(remapped, pa.int64())
+        )
+        if self._spill is None:
+            assert self._spill_path is not None
+            self._spill = pa.ipc.new_file(
+                str(self._spill_path),
+                table.schema,
+                options=pa.ipc.IpcWriteOptions(compression="lz4"),
             )
-        if not repeated:
-            return
-        # Name the first repeat in file order, and the answer it repeats.
-        seen: dict[tuple[int, int, int], int] = {}
-        for i, key in enumerate(zip(probe.tolist(), sample.tolist(), model.tolist(), strict=True)):
-            if key in seen:
-                by = f" by model '{names[key[2]]}'" if names[key[2]] else ""
-                raise ResponseError(
-                    f"probe '{self.probe_set.probes[key[0]].id}' sample {key[1]} is answered twice{by} "
-                    f"(first at line {self._c.lines[seen[key]]}); give each generation its own sample number",
-                    path=self.path,
-                    line=self._c.lines[i],
-                    field="sample",
+        self._spill.write_batch(table.combine_chunks().to_batches(max_chunksize=1 << 40)[0])
+
+    def _close_spill(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+
+    def write_cases(
+        self,
+        path: Path,
+        pairs: PairStats,
+        geometry: PairGeometry | None,
+        *,
+        worst: list[str],
+        sample_size: int,
+        seed: int,
+    ) -> CasesFile:
+        """Write cases.parquet from the spill, in input order, with the geometry's columns.
+
+        Args:
+            path: Where to write it.
+            pairs: The run's pairs (:meth:`geometry`).
+            geometry: Their geometry, if any.
+            worst: The ids of the worst cases, whose full objects report.json holds.
+            sample_size: How many cases the HTML sample holds.
+            seed: Seeds the sample.
+
+        Returns:
+            What report.json says of the file, with the worst cases and the HTML sample.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from faultline.report.parquet import CASE_SCHEMA, case_of_row, offer_batch
+
+        self._close_spill()
+        sampler = StratifiedSampler(self.strata, sample_size, seed)
+        found: dict[str, dict[str, Any]] = {}
+        wanted = pa.array(sorted(worst), pa.string())
+        row = 0
+        with pq.ParquetWriter(
+            str(path), CASE_SCHEMA, compression="zstd", write_statistics=False
+        ) as writer:
+            for batch in self._spill_batches():
+                cluster, xs, ys = _geometry_columns(batch, pairs, geometry)
+                out = pa.RecordBatch.from_arrays(
+                    [batch.column(name) for name in CASE_SCHEMA.names[:-3]] + [cluster, xs, ys],
+                    schema=CASE_SCHEMA,
                 )
-            seen[key] = i
+                writer.write_batch(out, row_group_size=_ROW_GROUP)
+                offer_batch(sampler, out, row)
+                for r in out.filter(pc.is_in(out.column("case_id"), value_set=wanted)).to_pylist():
+                    found[r["case_id"]] = case_of_row(r)
+                row += batch.num_rows
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+        chosen = sampler.chosen()
+        return CasesFile(
+            name=CASES_FILE,
+            rows=row,
+            sha256=digest.hexdigest(),
+            worst=[found[w] for w in worst if w in found],
+            sample=[item for _, item in chosen],
+            sample_rows=[r for r, _ in chosen],
+        )
+
+    def _spill_batches(self) -> Any:
+        import pyarrow as pa
+
+        if self._spill_path is None or not self._spill_path.exists():
+            return
+        with pa.memory_map(str(self._spill_path), "r") as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+
+    def discard(self) -> None:
+        """Remove the spill file."""
+        self._close_spill()
+        if self._spill_path is not None:
+            self._spill_path.unlink(missing_ok=True)
 
 
-def _cat(parts: Sequence[NDArray[Any]], dtype: type[np.generic]) -> NDArray[Any]:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+def _geometry_columns(batch: Any, pairs: PairStats, geometry: PairGeometry | None) -> list[Any]:
+    import pyarrow as pa
+
+    n = batch.num_rows
+    if geometry is None:
+        return [pa.nulls(n, pa.int64()), pa.nulls(n, pa.float64()), pa.nulls(n, pa.float64())]
+    verdict = batch.column("_verdict").to_numpy()
+    scored = verdict >= 0
+    at = pairs.locate(batch.column("_probe").to_numpy()[scored], verdict[scored])
+    mask = ~scored
+    cluster = np.zeros(n, dtype=np.int64)
+    xs = np.zeros(n, dtype=np.float64)
+    ys = np.zeros(n, dtype=np.float64)
+    cluster[scored], xs[scored], ys[scored] = geometry.cluster[at], geometry.x[at], geometry.y[at]
+    return [
+        pa.array(cluster, pa.int64(), mask=mask),
+        pa.array(xs, pa.float64(), mask=mask),
+        pa.array(ys, pa.float64(), mask=mask),
+    ]
 
 
-def _tails(n: int, scored: NDArray[np.bool_], geometry: Geometry) -> list[bytes]:
+_PROBE_BITS, _SAMPLE_BITS, _MODEL_BITS = 21, 31, 11
+
+
+def _pack(keys: NDArray[np.int64]) -> NDArray[np.int64]:
+    """(model rank, probe, sample) rows as one int64 each when they fit, else the rows."""
+    if keys.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    fits = (
+        keys[:, 0].max() < 1 << _MODEL_BITS
+        and keys[:, 1].max() < 1 << _PROBE_BITS
+        and keys[:, 2].min() >= 0
+        and keys[:, 2].max() < 1 << _SAMPLE_BITS
+    )
+    if not fits:
+        return keys
+    packed: NDArray[np.int64] = (
+        (keys[:, 0] << (_PROBE_BITS + _SAMPLE_BITS)) | (keys[:, 1] << _SAMPLE_BITS) | keys[:, 2]
+    )
+    return packed
+
+
+def _columns(
+    keys: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    if keys.ndim == 2:
+        return keys[:, 0], keys[:, 1], keys[:, 2]
+    mask = (1 << _SAMPLE_BITS) - 1
+    return (
+        keys >> (_PROBE_BITS + _SAMPLE_BITS),
+        (keys >> _SAMPLE_BITS) & ((1 << _PROBE_BITS) - 1),
+        keys & mask,
+    )
+
+
+def _unpack(key: Any) -> tuple[int, int, int]:
+    if np.ndim(key) == 1:
+        return int(key[0]), int(key[1]), int(key[2])
+    model, probe, sample = _columns(np.asarray([key], dtype=np.int64))
+    return int(model[0]), int(probe[0]), int(sample[0])
+
+
+def _tails(
+    n: int, scored: NDArray[np.bool_], geometry: PairGeometry, at: NDArray[np.int64]
+) -> list[bytes]:
     """For each case, what replaces its line's closing brace.
 
     A scored case gets the geometry fields and the brace (they are the last fields of a
@@ -211,9 +409,9 @@ def _tails(n: int, scored: NDArray[np.bool_], geometry: Geometry) -> list[bytes]
     error case keeps its brace.
     """
     tails = [b"}"] * n
-    clusters = _FLOAT.encode(geometry.cluster)[1:-1].split(b",")
-    xs = _FLOAT.encode(geometry.x)[1:-1].split(b",")
-    ys = _FLOAT.encode(geometry.y)[1:-1].split(b",")
+    clusters = _FLOAT.encode(geometry.cluster[at].tolist())[1:-1].split(b",")
+    xs = _FLOAT.encode(geometry.x[at].tolist())[1:-1].split(b",")
+    ys = _FLOAT.encode(geometry.y[at].tolist())[1:-1].split(b",")
     for i, c, x, y in zip(np.flatnonzero(scored).tolist(), clusters, xs, ys, strict=True):
         tails[i] = b',"cluster":' + c + b',"scatter_x":' + x + b',"scatter_y":' + y + b"}"
     return tails

@@ -190,8 +190,11 @@ def rerender_report(source: str | Path, out: str | Path | None = None) -> list[P
     """
     data = read_report(source)
     path = Path(source)
-    target = Path(out) if out is not None else path if path.is_dir() else path.parent
+    home = path if path.is_dir() else path.parent
+    target = Path(out) if out is not None else home
     target.mkdir(parents=True, exist_ok=True)
+    if "cases_file" in data:
+        return _rerender_split(data, home, target)
     worst = {w["case_id"] for w in data["aggregate_metrics"]["worst_cases"]}
     plain = {
         **{k: v for k, v in data.items() if k != "cases"},
@@ -209,6 +212,28 @@ def rerender_report(source: str | Path, out: str | Path | None = None) -> list[P
     return [md_path, html_path]
 
 
+def _rerender_split(data: dict[str, Any], home: Path, target: Path) -> list[Path]:
+    """Render a report whose cases are in cases.parquet: the page's sample is drawn again."""
+    from faultline.report.html import MAX_HTML_CASES
+    from faultline.report.parquet import read_sample, rule_counts
+
+    cases_path = home / data["cases_file"]["path"]
+    plain = {
+        **{k: v for k, v in data.items() if k != "worst_cases"},
+        "cases": [
+            {"case_id": c["case_id"], "status": c["status"], "explanation": c["explanation"]}
+            for c in data["worst_cases"]
+        ],
+    }
+    if data["run"].get("calibration"):
+        plain["rule_counts"] = rule_counts(cases_path)
+    md_path, html_path = target / "report.md", target / "report.html"
+    atomic_write_bytes(md_path, render_markdown(plain).encode("utf-8"))
+    sample = read_sample(cases_path, MAX_HTML_CASES, int(data["run"]["config"]["seed"]))
+    write_html({**data, "cases_sample": sample}, html_path)
+    return [md_path, html_path]
+
+
 def _matched(case: Mapping[str, Any]) -> dict[str, list[str]]:
     return {k: list(case.get(k) or []) for k in _Matched.__struct_fields__}
 
@@ -217,6 +242,19 @@ def _plain(report: Report) -> dict[str, Any]:
     """The parts of the report the Markdown view reads, without converting every case."""
     worst = [w["case_id"] for w in report.aggregate_metrics["worst_cases"]]
     cases = report.cases
+    if report.cases_file is not None:
+        plain = {
+            **report.header,
+            "cases": [
+                {k: c[k] for k in ("case_id", "status", "explanation")}
+                for c in report.cases_file.worst
+            ],
+            "aggregate_metrics": report.aggregate_metrics,
+            "observability": report.observability,
+        }
+        if report.run.get("calibration"):
+            plain["rule_counts"] = report.cases_file.rules
+        return plain
     if isinstance(cases, CaseLines):
         chosen = [c for cid in worst if (c := cases.find(cid)) is not None]
     else:

@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import heapq
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from faultline._util.files import atomic_write_bytes
 from faultline.report.markdown import mi_reading
 from faultline.report.model import CaseLines, Report
+from faultline.report.sampling import StratifiedSampler
 
 __all__ = [
     "MAX_HTML_CASES",
@@ -57,11 +59,11 @@ _ESCAPES = (
 )
 
 
-class _Rank(msgspec.Struct):
-    """What choosing the cases of a large report needs of each: decoded alone, fast."""
+class _Stratum(msgspec.Struct):
+    """What sampling the cases of a large report needs of each: decoded alone, fast."""
 
+    category: str
     status: str
-    weighted_risk: float | None = None
 
 
 def render_html(report: Report | Mapping[str, Any]) -> str:
@@ -110,40 +112,63 @@ def embed_json(value: Any) -> str:
 
 def _plain(report: Report | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(report, Report):
-        return {
+        plain = {
             **report.header,
             "aggregate_metrics": report.aggregate_metrics,
             "observability": report.observability,
         }
-    return {k: v for k, v in report.items() if k != "cases"}
+        if report.cases_file is not None:
+            plain["cases_file"] = report.cases_file.describe()
+        return plain
+    return {k: v for k, v in report.items() if k not in {"cases", "cases_sample", "worst_cases"}}
 
 
 def _chosen_cases(report: Report | Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """The cases to embed, in report order, and how many the report has."""
+    """The cases to embed, and how many the report has.
+
+    Up to :data:`MAX_HTML_CASES`, every case. Above, a seeded sample stratified by category
+    and outcome (:mod:`faultline.report.sampling`), plus the worst cases, in report order.
+    """
+    if isinstance(report, Report) and report.cases_file is not None:
+        chosen = _with_worst(report.cases_file.sample, report.cases_file.worst)
+        return chosen, report.cases_file.rows
+    if not isinstance(report, Report) and "cases_file" in report:
+        sample = list(report.get("cases_sample") or [])
+        return _with_worst(sample, report["worst_cases"]), int(report["cases_file"]["rows"])
     cases: Sequence[Any] = report.cases if isinstance(report, Report) else report["cases"]
     total = len(cases)
     if total <= MAX_HTML_CASES:
-        keep: Iterable[int] = range(total)
-    else:
-        keep = sorted(_riskiest(cases, MAX_HTML_CASES))
-    return [_as_dict(cases, i) for i in keep], total
+        return [_as_dict(cases, i) for i in range(total)], total
+    seed = int((report.run if isinstance(report, Report) else report["run"])["config"]["seed"])
+    strata = _strata(cases)
+    sampler = StratifiedSampler(Counter(strata), MAX_HTML_CASES, seed)
+    rows = np.arange(total, dtype=np.int64)
+    sampler.offer(rows, sampler.codes(strata), rows.tolist())
+    keep = {i for i, _ in sampler.chosen()}
+    metrics = (
+        report.aggregate_metrics if isinstance(report, Report) else report["aggregate_metrics"]
+    )
+    worst = {w["case_id"] for w in metrics["worst_cases"]}
+    keep |= {i for i in range(total) if _case_id(cases, i) in worst}
+    return [_as_dict(cases, i) for i in sorted(keep)], total
 
 
-def _riskiest(cases: Sequence[Any], n: int) -> list[int]:
-    """Indices of the ``n`` cases to show: errors and failures first, then by weighted risk."""
+def _strata(cases: Sequence[Any]) -> list[tuple[str, str]]:
     if isinstance(cases, CaseLines):
-        decode = msgspec.json.Decoder(_Rank).decode
-        ranks = (decode(cases.line(i)) for i in range(len(cases)))
-        keyed = ((_priority(r.status, r.weighted_risk), i) for i, r in enumerate(ranks))
-    else:
-        keyed = (
-            (_priority(_get(c, "status"), _get(c, "weighted_risk")), i) for i, c in enumerate(cases)
-        )
-    return [i for _, i in heapq.nlargest(n, keyed)]
+        decode = msgspec.json.Decoder(_Stratum).decode
+        return [(r.category, r.status) for r in (decode(cases.line(i)) for i in range(len(cases)))]
+    return [(_get(c, "category"), _get(c, "status")) for c in cases]
 
 
-def _priority(status: str, weighted: float | None) -> tuple[int, float]:
-    return ({"error": 2, "fail": 1}.get(status, 0), weighted or 0.0)
+def _case_id(cases: Sequence[Any], i: int) -> str:
+    if isinstance(cases, CaseLines):
+        return str(cases.ids[i])
+    return str(_get(cases[i], "case_id"))
+
+
+def _with_worst(sample: list[dict[str, Any]], worst: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen = {c["case_id"] for c in sample}
+    return sample + [c for c in worst if c["case_id"] not in seen]
 
 
 def _get(case: Any, key: str) -> Any:

@@ -47,6 +47,17 @@ def _chunks(report: Report) -> Iterator[bytes]:
     yield b"{\n"
     for key, value in report.header.items():
         yield b'  "' + key.encode() + b'": ' + _pretty(value, 2) + b",\n"
+    if report.cases_file is not None:
+        yield b'  "cases_file": ' + _pretty(report.cases_file.describe(), 2) + b",\n"
+        worst = report.cases_file.worst
+        yield b'  "worst_cases": [' + (
+            b"\n    " + b",\n    ".join(_ENCODER.encode(c) for c in worst) + b"\n  ],\n"
+            if worst
+            else b"],\n"
+        )
+        yield b'  "aggregate_metrics": ' + _pretty(report.aggregate_metrics, 2) + b",\n"
+        yield b'  "observability": ' + _pretty(report.observability, 2) + b"\n}\n"
+        return
     yield b'  "cases": ['
     cases = report.cases
     separator = b",\n    "
@@ -93,6 +104,8 @@ def read_report(path: str | Path) -> dict[str, Any]:
         raise InputError("no such file", path=p) from None
     except msgspec.DecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", path=p) from None
-    if not isinstance(data, dict) or "schema_version" not in data or "cases" not in data:
-        raise InputError("not a faultline report.json (no schema_version or cases)", path=p)
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise InputError("not a faultline report.json (no schema_version)", path=p)
+    if "cases" not in data and "cases_file" not in data:
+        raise InputError("not a faultline report.json (no cases or cases_file)", path=p)
     return data

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, overload
 
@@ -16,9 +16,19 @@ import msgspec
 from faultline._version import __version__
 from faultline.scoring.case import CaseScore
 
-__all__ = ["SCHEMA_VERSION", "CaseLines", "Report", "new_run_id", "utc_now"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SPLIT_SCHEMA_VERSION",
+    "CaseLines",
+    "CasesFile",
+    "Report",
+    "new_run_id",
+    "utc_now",
+]
 
 SCHEMA_VERSION = "1"
+SPLIT_SCHEMA_VERSION = "2"
+"""The schema of a report whose cases are in cases.parquet (docs/report-format.md)."""
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -96,6 +106,39 @@ class CaseLines(Sequence[CaseScore]):
 
 
 @dataclass
+class CasesFile:
+    """The cases of a large run, kept in cases.parquet beside report.json.
+
+    Attributes:
+        name: The file's name (beside report.json).
+        rows: How many cases it holds.
+        sha256: Its SHA-256.
+        worst: The worst cases (``aggregate_metrics.worst_cases``), as full case objects.
+        sample: The HTML report's seeded, stratified sample of cases, as case objects.
+        sample_rows: The row of each sampled case in the file.
+        rules: How many cases each rule matched in, as ``[kind, label, count]``.
+    """
+
+    name: str
+    rows: int
+    sha256: str
+    worst: list[dict[str, Any]]
+    sample: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    sample_rows: list[int] = field(default_factory=list, repr=False)
+    rules: list[list[Any]] = field(default_factory=list, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        """What report.json says of the file."""
+        return {
+            "path": self.name,
+            "format": "parquet",
+            "rows": self.rows,
+            "sha256": self.sha256,
+            "order": "input",
+        }
+
+
+@dataclass
 class Report:
     """A scored run: its metadata, cases, metrics and failure geometry.
 
@@ -104,24 +147,35 @@ class Report:
         cases: The cases, in the report's stable order (a :class:`CaseLines` for large runs).
         aggregate_metrics: The run-level metrics.
         observability: The failure geometry, or ``None`` below the minimum number of cases.
+        cases_file: For a large run, the cases.parquet that holds its cases (``cases`` is
+            then empty).
     """
 
     run: dict[str, Any]
     cases: Sequence[CaseScore]
     aggregate_metrics: dict[str, Any]
     observability: dict[str, Any] | None
+    cases_file: CasesFile | None = None
 
     @property
     def header(self) -> dict[str, Any]:
         """The fields that precede the cases in report.json."""
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": SCHEMA_VERSION if self.cases_file is None else SPLIT_SCHEMA_VERSION,
             "tool": {"name": "faultline", "version": __version__},
             "run": self.run,
         }
 
     def to_dict(self) -> dict[str, Any]:
         """The whole report as plain Python data (cases as dicts), in contract order."""
+        if self.cases_file is not None:
+            return {
+                **self.header,
+                "cases_file": self.cases_file.describe(),
+                "worst_cases": self.cases_file.worst,
+                "aggregate_metrics": self.aggregate_metrics,
+                "observability": self.observability,
+            }
         return {
             **self.header,
             "cases": [msgspec.to_builtins(c) for c in self.cases],

@@ -1,9 +1,10 @@
-"""Responses: what a model answered to each probe, as recorded in JSONL files.
+"""Responses: what a model answered to each probe, as recorded in JSONL or Parquet files.
 
-One record per line: ``probe_id``, ``response`` (required unless ``error``), ``sample``,
-``model``, ``error`` and ``finish_reason``. Readers stream a file in chunks, so a file of
-millions of answers never has to fit in memory at once. To read another format, add a
-reader that yields :class:`ResponseBatch` objects.
+One record per line (or row): ``probe_id``, ``response`` (required unless ``error``),
+``sample``, ``model``, ``error``, ``finish_reason`` and ``usage``. Readers stream files in
+pieces, so millions of answers never have to fit in memory at once; a spec may name a file
+(``.jsonl``, ``.jsonl.gz``, ``.ndjson``, ``.ndjson.gz``, ``.parquet``), a directory or a glob
+pattern (:mod:`faultline.responses.sources`). To read another format, see that module.
 """
 
 from __future__ import annotations

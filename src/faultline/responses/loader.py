@@ -3,15 +3,19 @@
 Records are decoded with msgspec straight into :class:`Response` structs, a chunk of the file
 at a time. When a chunk fails to decode, it is decoded again line by line to name the exact
 line and field, so the fast path costs nothing in the quality of errors.
+
+:func:`load_responses` and :func:`iter_response_batches` take any responses spec (a file of
+JSONL, JSONL.gz or Parquet, a directory, a glob pattern): they read through
+:mod:`faultline.responses.sources`, which builds on the JSONL functions here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -21,7 +25,9 @@ from faultline.errors import InputError, ResponseError
 from faultline.responses.model import Response
 
 __all__ = [
+    "CHUNK_BYTES",
     "ResponseBatch",
+    "cut_lines",
     "decode_chunk",
     "iter_chunks",
     "iter_response_batches",
@@ -29,6 +35,8 @@ __all__ = [
 ]
 
 CHUNK_BYTES = 4 << 20
+"""How many bytes of JSONL a chunk holds, roughly."""
+_BOM = b"\xef\xbb\xbf"
 _DECODER = msgspec.json.Decoder(Response)
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
 _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # starts with a literal: re scans for it at memchr speed
@@ -53,17 +61,18 @@ class ResponseBatch:
 
 
 def load_responses(path: str | Path) -> list[Response]:
-    """Read a whole responses file (JSONL, one object per line).
+    """Read every response of a file, a directory or a glob pattern.
 
     Args:
-        path: The file.
+        path: A responses file (JSONL, JSONL.gz or Parquet), a directory of them, or a glob
+            pattern (see :func:`~faultline.responses.sources.resolve_sources`).
 
     Returns:
-        Every record, in file order; blank lines are skipped.
+        Every record, files in sorted order, each front to back; blank lines are skipped.
 
     Raises:
-        ResponseError: The file cannot be read, or a line is not a valid record; the message
-            names the line and the field.
+        ResponseError: Nothing can be read there, or a record is not valid; the message names
+            the file, the line (the row, for Parquet) and the field.
     """
     return [r for batch in iter_response_batches(path) for r in batch.responses]
 
@@ -71,21 +80,24 @@ def load_responses(path: str | Path) -> list[Response]:
 def iter_response_batches(
     path: str | Path, chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[ResponseBatch]:
-    """Read a responses file a chunk at a time, keeping memory flat in the file's size.
+    """Read responses a chunk at a time, keeping memory flat in the input's size.
 
     Args:
-        path: The JSONL file.
-        chunk_bytes: Roughly how many bytes each batch covers (whole lines are kept together).
+        path: As :func:`load_responses`.
+        chunk_bytes: Roughly how many (decompressed) bytes of JSONL each batch covers; whole
+            lines are kept together. A Parquet batch holds at most 20,000 rows.
 
     Yields:
-        Batches of validated records with their line numbers.
+        Batches of validated records with their line (or row) numbers, one file at a time.
 
     Raises:
         ResponseError: As :func:`load_responses`.
     """
-    path = Path(path)
-    for first_line, chunk in iter_chunks(path, chunk_bytes):
-        yield decode_chunk(path, chunk, first_line)
+    # sources builds on this module's JSONL primitives, so it is imported here.
+    from faultline.responses.sources import decode_piece, iter_pieces, resolve_sources
+
+    for piece in iter_pieces(resolve_sources(path), chunk_bytes):
+        yield decode_piece(piece)
 
 
 def iter_chunks(
@@ -111,26 +123,64 @@ def iter_chunks(
         InputError: The file cannot be opened (``error``, a :class:`ResponseError` by default).
     """
     with open_for_reading(path, error, "a JSONL file") as handle:
-        first_line, rest, first = 1, b"", True
-        while True:
-            block = handle.read(max(chunk_bytes, 4) if first else chunk_bytes)
-            if digest is not None:
-                digest.update(block)
-            data = rest + block
-            if first:
-                data, first = data.removeprefix(b"\xef\xbb\xbf"), False
-            if not block:
-                if data.strip():
-                    yield first_line, data
-                return
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
-            chunk, rest = data[:cut], data[cut:]
-            if chunk.strip():
+        blocks = _read_blocks(handle, chunk_bytes, digest)
+        for first_line, chunk, _ in cut_lines(blocks, chunk_bytes):
+            if chunk:
                 yield first_line, chunk
-            first_line += chunk.count(b"\n")
+
+
+def cut_lines(
+    blocks: Iterable[tuple[bytes, int]], chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[int, bytes, int]]:
+    """Regroup a stream of bytes into chunks of whole lines, counting lines as they pass.
+
+    Args:
+        blocks: ``(data, nbytes)`` pairs: the next bytes of the text, and how many input
+            bytes they stand for (they differ for compressed input).
+        chunk_bytes: The size a chunk grows to before it is cut at its last newline.
+
+    Yields:
+        ``(first_line, chunk, nbytes)``: the 1-based line of the chunk's first line, its
+        bytes (a UTF-8 byte-order mark at the start is dropped) and the input bytes read since
+        the previous chunk. Chunks of blank lines are not yielded (their bytes count toward
+        the next chunk); input bytes left after the last chunk come as a final
+        ``(line, b"", nbytes)``.
+    """
+    first_line, owed, size, head = 1, 0, 0, True
+    parts: list[bytes] = []
+    for block, nbytes in blocks:
+        owed += nbytes
+        if not block:
+            continue
+        parts.append(block)
+        size += len(block)
+        end = block.rfind(b"\n")
+        if size < chunk_bytes or end < 0:
+            continue
+        data = b"".join(parts)
+        cut = size - len(block) + end + 1
+        chunk, rest = data[:cut], data[cut:]
+        if head:
+            chunk, head = chunk.removeprefix(_BOM), False
+        if chunk.strip():
+            yield first_line, chunk, owed
+            owed = 0
+        first_line += chunk.count(b"\n")
+        parts, size = [rest], len(rest)
+    data = b"".join(parts)
+    if head:
+        data = data.removeprefix(_BOM)
+    if data.strip():
+        yield first_line, data, owed
+    elif owed:
+        yield first_line, b"", owed
+
+
+def _read_blocks(handle: BinaryIO, size: int, digest: Any) -> Iterator[tuple[bytes, int]]:
+    while block := handle.read(max(size, 1)):
+        if digest is not None:
+            digest.update(block)
+        yield block, len(block)
 
 
 def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:

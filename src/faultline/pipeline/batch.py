@@ -1,0 +1,241 @@
+"""The batch function: one piece of the responses in, a compact, mergeable result out.
+
+A piece (a chunk of JSONL lines or a batch of Parquet rows, :mod:`faultline.responses.sources`)
+is decoded, validated against the probe set, scored, and reduced to what the run needs of it:
+
+- its metrics, verdict table and (probe, verdict) pairs, which merge exactly;
+- counts per probe, for the per-probe and per-transform numbers;
+- its cases: as report.json lines when the run is small enough to keep them inline, or as an
+  Arrow table (the cases.parquet columns, plus where each came from) when it is not.
+
+The same function runs in this process, in worker processes and on Dask workers; every one of
+them gets the same :class:`BatchContext` once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from faultline.metrics.aggregate import MetricsAccumulator
+from faultline.observability.documents import VerdictTable
+from faultline.observability.pairs import PairStats
+from faultline.probes.model import Probe
+from faultline.responses.check import check_known
+from faultline.responses.sources import Piece, decode_piece, scan_piece
+from faultline.scoring.case import CaseScore, ScoringConfig
+from faultline.scoring.rules import RulePack
+from faultline.scoring.scorer import Scorer
+
+__all__ = ["BatchContext", "BatchResult", "Layout", "init", "scan", "score_piece"]
+
+_ENCODER = msgspec.json.Encoder()
+_state: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """What every batch needs, sent once to each process.
+
+    Attributes:
+        probes: The probes by id, in probe-set order.
+        set_name: The probe set's name, for messages.
+        pack: The rule pack.
+        config: The scoring configuration.
+    """
+
+    probes: dict[str, Probe]
+    set_name: str
+    pack: RulePack
+    config: ScoringConfig
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the run lays its cases out, known once the input has been scanned.
+
+    Attributes:
+        model_rank: Each model's place in the report's order (``""`` for no model).
+        qualify: Whether case ids carry the model (the run mixes several models).
+        inline: Whether cases are kept as report.json lines (else as Arrow tables).
+    """
+
+    model_rank: dict[str, int]
+    qualify: bool
+    inline: bool
+
+
+@dataclass
+class BatchResult:
+    """What the parent needs of one scored piece.
+
+    Attributes:
+        index: The piece's place in the input.
+        path: The file it comes from.
+        nbytes: The input bytes it covers, for progress.
+        n: How many cases.
+        metrics: Its metrics, to merge.
+        verdicts: Its verdict table.
+        pairs: Its scored cases as (probe, verdict) pairs (verdicts index ``verdicts``).
+        probe_counts: Cases, scored, passed and failed per probe index (4 rows).
+        strata: Cases per (category, status).
+        rules: Cases each (kind, rule) matched in.
+        models: The models that answered.
+        keys: Each case's (model rank, probe, sample), one row per case, for the duplicate
+            check.
+        lines: Each case's line (or row) in its file.
+        json: Inline runs: each case's report.json line without its closing brace.
+        case_ids: Inline runs: each case's id.
+        verdict: Inline runs: each case's verdict (-1 for errors).
+        table: Large runs: the cases as an Arrow table (cases.parquet columns, no geometry).
+    """
+
+    index: int
+    path: Path
+    nbytes: int
+    n: int
+    metrics: MetricsAccumulator = field(repr=False)
+    verdicts: VerdictTable
+    pairs: PairStats
+    probe_counts: NDArray[np.int64]
+    strata: Counter[tuple[str, str]]
+    rules: Counter[tuple[str, str]]
+    models: set[str]
+    keys: NDArray[np.int64]
+    lines: NDArray[np.int64]
+    json: list[bytes] = field(default_factory=list)
+    case_ids: list[str] = field(default_factory=list)
+    verdict: NDArray[np.int64] | None = None
+    table: Any = None
+
+
+def init(context: BatchContext) -> None:
+    """Set the state the batch function uses in this process."""
+    _state.update(
+        context=context,
+        index={pid: i for i, pid in enumerate(context.probes)},
+        scorer=Scorer(context.pack, context.config),
+    )
+
+
+def scan(piece: Piece) -> tuple[set[str | None], int] | None:
+    """The models named in a piece and how many records it holds (``None``: it does not decode)."""
+    return scan_piece(piece)
+
+
+def score_piece(
+    index: int, piece: Piece, layout: Layout, context: BatchContext | None = None
+) -> BatchResult:
+    """Decode, validate and score one piece.
+
+    Args:
+        index: The piece's place in the input.
+        piece: The piece.
+        layout: How the run lays its cases out.
+        context: The run's context; ``None`` uses the one :func:`init` set in this process.
+
+    Raises:
+        ResponseError: A record is malformed or names a probe that is not in the set.
+    """
+    if context is not None and _state.get("context") is not context:
+        init(context)
+    ctx: BatchContext = _state["context"]
+    inline = layout.inline
+    batch = decode_piece(piece)
+    probes, probe_index = ctx.probes, _state["index"]
+    check_known(batch.responses, probes, set_name=ctx.set_name, lines=batch.lines, path=piece.path)
+    cases: list[CaseScore] = _state["scorer"].score_batch(
+        probes, batch.responses, qualify_model=layout.qualify
+    )
+    n = len(cases)
+    probe = np.fromiter((probe_index[c.probe_id] for c in cases), dtype=np.int64, count=n)
+    status = [c.status for c in cases]
+    scored = np.fromiter((s != "error" for s in status), dtype=bool, count=n)
+    passed = np.fromiter((s == "pass" for s in status), dtype=bool, count=n)
+    keys = np.empty((n, 3), dtype=np.int64)
+    keys[:, 0] = np.fromiter(
+        (layout.model_rank[c.model or ""] for c in cases), dtype=np.int64, count=n
+    )
+    keys[:, 1] = probe
+    keys[:, 2] = np.fromiter((c.sample for c in cases), dtype=np.int64, count=n)
+    table = VerdictTable()
+    verdict = np.asarray(
+        [table.add(c) if ok else -1 for c, ok in zip(cases, scored, strict=True)], dtype=np.int64
+    )
+    risk = np.fromiter((c.risk_score or 0.0 for c in cases), dtype=np.float64, count=n)
+    width = len(probes)
+    result = BatchResult(
+        index=index,
+        path=piece.path,
+        nbytes=piece.nbytes,
+        n=n,
+        metrics=MetricsAccumulator(ctx.config.severity_weights).add(cases),
+        verdicts=table,
+        pairs=PairStats.of_cases(probe[scored], verdict[scored], keys[scored], risk[scored]),
+        probe_counts=np.stack(
+            [
+                np.bincount(probe, minlength=width),
+                np.bincount(probe[scored], minlength=width),
+                np.bincount(probe[passed], minlength=width),
+                np.bincount(probe[scored & ~passed], minlength=width),
+            ]
+        ),
+        strata=Counter(zip((c.category for c in cases), status, strict=True)),
+        rules=Counter() if inline else _rule_counts(cases),
+        models={c.model for c in cases if c.model is not None},
+        keys=keys,
+        lines=np.asarray(batch.lines, dtype=np.int64),
+    )
+    if inline:
+        result.json = [_ENCODER.encode(c)[:-1] for c in cases]
+        result.case_ids = [c.case_id for c in cases]
+        result.verdict = verdict
+    else:
+        result.table = _arrow_cases(cases, probe, verdict, result.lines)
+    return result
+
+
+def _arrow_cases(
+    cases: list[CaseScore],
+    probe: NDArray[np.int64],
+    verdict: NDArray[np.int64],
+    lines: NDArray[np.int64],
+) -> Any:
+    """The cases as cases.parquet columns, with their probe, verdict and line for the parent."""
+    import pyarrow as pa
+
+    from faultline.report.parquet import cases_table_of_json
+
+    encoded = [
+        _ENCODER.encode(
+            c
+            if c.error is None
+            else msgspec.structs.replace(c, error=_ENCODER.encode(c.error).decode())
+        )
+        for c in cases
+    ]
+    table = cases_table_of_json(encoded)
+    return (
+        table.append_column("_probe", pa.array(probe, pa.int64()))
+        .append_column("_verdict", pa.array(verdict, pa.int64()))
+        .append_column("_line", pa.array(lines, pa.int64()))
+    )
+
+
+def _rule_counts(cases: list[CaseScore]) -> Counter[tuple[str, str]]:
+    counts: Counter[tuple[str, str]] = Counter()
+    for c in cases:
+        for kind, labels in (
+            ("boundary", c.matched_boundary_patterns),
+            ("unsafe", c.matched_unsafe_patterns),
+            ("safe", c.matched_safe_patterns),
+        ):
+            for label in labels:
+                counts[kind, label] += 1
+    return counts

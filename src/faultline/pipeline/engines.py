@@ -1,0 +1,174 @@
+"""Where the batch function runs: this process, a pool of worker processes, or Dask.
+
+Every engine runs :func:`faultline.pipeline.batch.score_piece` on the same pieces and yields
+the results in input order, so the run they feed is the same whichever engine ran it. At most
+a few pieces per worker are in flight, so memory stays flat however long the input is.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Protocol
+
+from faultline.errors import UsageError
+from faultline.pipeline import batch
+from faultline.pipeline.batch import BatchContext, BatchResult, Layout
+from faultline.responses.sources import Piece
+
+__all__ = ["ENGINES", "Engine", "open_engine"]
+
+ENGINES = ("local", "dask")
+_IN_FLIGHT_PER_WORKER = 2
+
+
+class Engine(Protocol):
+    """Runs the batch function over pieces."""
+
+    workers: int
+
+    def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
+        """The models and record count of each piece, in input order."""
+        ...
+
+    def score(self, pieces: Iterable[Piece], layout: Layout) -> Iterator[BatchResult]:
+        """Each piece's result, in input order."""
+        ...
+
+    def close(self) -> None:
+        """Stop the workers (waiting for the few in flight)."""
+        ...
+
+
+def open_engine(
+    name: str, context: BatchContext, *, workers: int, scheduler: str | None = None
+) -> Engine:
+    """Start an engine.
+
+    Args:
+        name: ``local`` (this process when ``workers`` is 0, else a process pool) or ``dask``.
+        context: The probes, rules and configuration, sent once to each worker.
+        workers: Worker processes (``local``), or workers of a new LocalCluster (``dask``).
+        scheduler: The address of a running Dask scheduler (``dask`` only).
+
+    Raises:
+        UsageError: An unknown engine, Dask not installed, or a scheduler for ``local``.
+    """
+    if name == "local":
+        if scheduler is not None:
+            raise UsageError("--scheduler needs --engine dask")
+        return _InProcess(context) if workers == 0 else _Pool(context, workers)
+    if name == "dask":
+        return _Dask(context, workers=max(1, workers), scheduler=scheduler)
+    raise UsageError(f"unknown engine '{name}'; expected one of {', '.join(ENGINES)}")
+
+
+class _InProcess:
+    def __init__(self, context: BatchContext) -> None:
+        self.workers = 0
+        batch.init(context)
+
+    def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
+        return map(batch.scan, pieces)
+
+    def score(self, pieces: Iterable[Piece], layout: Layout) -> Iterator[BatchResult]:
+        for i, piece in enumerate(pieces):
+            yield batch.score_piece(i, piece, layout)
+
+    def close(self) -> None:
+        pass
+
+
+class _Pool:
+    """Worker processes (forkserver where available); each gets the context when it starts."""
+
+    def __init__(self, context: BatchContext, workers: int) -> None:
+        self.workers = workers
+        method = (
+            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        )
+        self._executor = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_init_worker,
+            initargs=(context,),
+        )
+
+    def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
+        return self._ordered((batch.scan, (p,)) for p in pieces)
+
+    def score(self, pieces: Iterable[Piece], layout: Layout) -> Iterator[BatchResult]:
+        return self._ordered((batch.score_piece, (i, p, layout)) for i, p in enumerate(pieces))
+
+    def _ordered(self, calls: Iterable[tuple[Any, tuple[Any, ...]]]) -> Iterator[Any]:
+        pending: deque[Future[Any]] = deque()
+        for fn, args in calls:
+            pending.append(self._executor.submit(fn, *args))
+            while len(pending) > _IN_FLIGHT_PER_WORKER * self.workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def close(self) -> None:
+        # On an error or Ctrl-C, drop the queued pieces and wait for the few in flight, so no
+        # worker outlives the run.
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _init_worker(context: BatchContext) -> None:
+    """A worker's start: Ctrl-C is the parent's to handle (it stops the pool), then the state."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    batch.init(context)
+
+
+class _Dask:
+    """A ``dask.distributed`` cluster: the one at ``scheduler``, or a new LocalCluster."""
+
+    def __init__(self, context: BatchContext, *, workers: int, scheduler: str | None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UsageError("--engine dask needs Dask: pip install 'faultline[dask]'") from None
+        self._cluster: Any = None
+        if scheduler is None:
+            self._cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            self._client = Client(self._cluster)
+        else:
+            try:
+                self._client = Client(scheduler, timeout="30s")
+            except OSError as exc:
+                raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+        self._context = self._client.scatter(context, broadcast=True)
+
+    def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
+        return self._ordered((batch.scan, (p,)) for p in pieces)
+
+    def score(self, pieces: Iterable[Piece], layout: Layout) -> Iterator[BatchResult]:
+        return self._ordered(
+            (batch.score_piece, (i, p, layout, self._context)) for i, p in enumerate(pieces)
+        )
+
+    def _ordered(self, calls: Iterable[tuple[Any, tuple[Any, ...]]]) -> Iterator[Any]:
+        pending: deque[Any] = deque()
+        for fn, args in calls:
+            pending.append(self._client.submit(fn, *args, pure=False))
+            while len(pending) > _IN_FLIGHT_PER_WORKER * self.workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()

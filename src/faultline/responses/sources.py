@@ -1,0 +1,337 @@
+"""Where responses come from: JSONL, JSONL.gz and Parquet files, a directory or a glob.
+
+A spec resolves to a sorted list of files (:func:`resolve_sources`), which
+:func:`iter_pieces` cuts into :class:`Piece` objects: whole JSONL lines, or a Parquet record
+batch. Pieces are small, picklable and in input order, so a pool of worker processes can
+decode them (:func:`decode_piece`) while the parent reads on. Every error names the file, the
+line (the row, for Parquet) and the field, as :func:`~faultline.responses.loader.decode_chunk`
+does for JSONL.
+
+To read another format, give it a suffix in :data:`ACCEPTED_SUFFIXES`, a branch in
+:func:`iter_pieces` that yields pieces, and one in :func:`decode_piece` that decodes them.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+
+import msgspec
+
+from faultline._util.files import open_for_reading
+from faultline.errors import ResponseError
+from faultline.responses.loader import (
+    CHUNK_BYTES,
+    ResponseBatch,
+    cut_lines,
+    decode_chunk,
+)
+
+if TYPE_CHECKING:
+    import pyarrow
+
+__all__ = [
+    "ACCEPTED_SUFFIXES",
+    "Piece",
+    "decode_piece",
+    "iter_pieces",
+    "resolve_sources",
+    "scan_piece",
+    "source_bytes",
+]
+
+ACCEPTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet")
+"""The file names a directory or a glob pattern picks up (in any case)."""
+
+_ACCEPTED = ", ".join(ACCEPTED_SUFFIXES)
+_GLOB_CHARS = frozenset("*?[")
+_GZIP_BLOCK = 1 << 16  # compressed bytes read at a time: the grain of progress for .gz
+
+
+class _ModelOnly(msgspec.Struct):
+    model: str | None = None
+
+
+_MODELS = msgspec.json.Decoder(_ModelOnly)
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Consecutive records of one responses file, not yet decoded.
+
+    Attributes:
+        path: The source file.
+        first_line: The 1-based line (JSONL) or row (Parquet) of its first record.
+        data: Whole JSONL lines (decompressed, for ``.gz``); ``None`` for Parquet.
+        table: The rows (a ``pyarrow.RecordBatch``), for Parquet; ``None`` for JSONL.
+        nbytes: The input bytes this piece accounts for, for progress: bytes on disk
+            (compressed, for ``.gz`` and ``.parquet``, shared out proportionally). Over all
+            the pieces of some files they add up to :func:`source_bytes` of those files.
+    """
+
+    path: Path
+    first_line: int
+    data: bytes | None
+    table: pyarrow.RecordBatch | None
+    nbytes: int
+
+
+def resolve_sources(spec: str | Path) -> list[Path]:
+    """The files a responses spec names.
+
+    Args:
+        spec: A file (of any name; one that does not end in ``.gz`` or ``.parquet`` is read
+            as JSONL); a directory (every file in it and its subdirectories whose name ends
+            in one of :data:`ACCEPTED_SUFFIXES`, sorted by relative path); or a glob pattern
+            (``**`` spans directories; the matches are sorted, and a matched directory stands
+            for the responses files in it).
+
+    Returns:
+        The files, in the order to read them; never empty.
+
+    Raises:
+        ResponseError: Nothing is there, a directory or pattern holds no responses file, or
+            a pattern matches a file whose name ends in none of the accepted suffixes.
+    """
+    path = Path(spec)
+    if path.is_dir():
+        files = _directory_files(path)
+        if not files:
+            raise ResponseError(
+                f"is a directory with no responses files in it, expected files ending in {_ACCEPTED}",
+                path=path,
+            )
+        return files
+    if path.exists():
+        return [path]
+    if _GLOB_CHARS.isdisjoint(str(spec)):
+        raise ResponseError("no such file", path=path)
+    files = _glob_files(str(spec))
+    if not files:
+        raise ResponseError(
+            f"matches no responses files, expected files ending in {_ACCEPTED}", path=str(spec)
+        )
+    return files
+
+
+def _accepted(name: str) -> bool:
+    return name.lower().endswith(ACCEPTED_SUFFIXES)
+
+
+def _directory_files(root: Path) -> list[Path]:
+    def fail(exc: OSError) -> None:
+        raise ResponseError(f"cannot be read ({exc.strerror or exc})", path=exc.filename) from exc
+
+    found = [
+        Path(top, name)
+        for top, _, names in os.walk(root, onerror=fail)
+        for name in names
+        if _accepted(name)
+    ]
+    return sorted(found, key=lambda p: p.relative_to(root).parts)
+
+
+def _glob_files(pattern: str) -> list[Path]:
+    files: dict[Path, None] = {}
+    for match in sorted(map(Path, glob.glob(pattern, recursive=True))):
+        if match.is_dir():
+            files.update(dict.fromkeys(_directory_files(match)))
+        elif not _accepted(match.name):
+            raise ResponseError(
+                f"is matched by {pattern!r} but is not a responses file: expected a name "
+                f"ending in {_ACCEPTED} (narrow the pattern, or name the directory)",
+                path=match,
+            )
+        else:
+            files[match] = None
+    return list(files)
+
+
+def source_bytes(paths: Sequence[Path]) -> int:
+    """The total size on disk of some files, for progress.
+
+    Raises:
+        ResponseError: A file cannot be found or read.
+    """
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError as exc:
+            raise ResponseError(f"cannot be read ({exc.strerror or exc})", path=path) from exc
+    return total
+
+
+def iter_pieces(
+    paths: Sequence[Path],
+    chunk_bytes: int = CHUNK_BYTES,
+    rows: int = 20_000,
+    digest: Any = None,
+) -> Iterator[Piece]:
+    """Cut files into pieces, in order: the files as given, each front to back.
+
+    JSONL (and ``.gz``, decompressed) is cut into chunks of whole lines, a UTF-8 byte-order
+    mark at the start of a file dropped; Parquet into record batches of the columns a
+    :class:`~faultline.responses.model.Response` has.
+
+    Args:
+        paths: The files (see :func:`resolve_sources`).
+        chunk_bytes: Roughly how many (decompressed) bytes of JSONL a piece holds.
+        rows: The most rows a Parquet piece holds.
+        digest: A ``hashlib`` object to update with every byte of every file as stored on
+            disk, in order, if any.
+
+    Yields:
+        The pieces. To share out the bytes of blank lines, a piece is yielded once the next
+        one is read; an error in the next one waits until this one has been taken.
+
+    Raises:
+        ResponseError: A file cannot be read, is not valid gzip or Parquet, or is truncated.
+    """
+    held: Piece | None = None
+    owed = 0
+    stream = (item for path in paths for item in _file_pieces(path, chunk_bytes, rows, digest))
+    while True:
+        try:
+            item = next(stream)
+        except StopIteration:
+            break
+        except ResponseError:
+            if held is not None:
+                yield held
+            raise
+        if isinstance(item, int):
+            if held is None:
+                owed += item
+            else:
+                held = replace(held, nbytes=held.nbytes + item)
+            continue
+        if held is not None:
+            yield held
+        held, owed = replace(item, nbytes=item.nbytes + owed) if owed else item, 0
+    if held is not None:
+        yield held
+
+
+def _kind(path: Path) -> Literal["jsonl", "gzip", "parquet"]:
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "gzip" if name.endswith(".gz") else "jsonl"
+
+
+def _file_pieces(path: Path, chunk_bytes: int, rows: int, digest: Any) -> Iterator[Piece | int]:
+    """One file's pieces, and (as plain numbers) input bytes no piece accounts for."""
+    if _kind(path) == "parquet":
+        from faultline.responses import _parquet
+
+        for item in _parquet.iter_batches(path, rows, digest):
+            yield item if isinstance(item, int) else Piece(path, item[0], None, item[1], item[2])
+        return
+    with open_for_reading(path, ResponseError, "a JSONL file") as handle:
+        if _kind(path) == "gzip":
+            blocks = _gunzip(handle, path, chunk_bytes, digest)
+        else:
+            blocks = _plain(handle, path, chunk_bytes, digest)
+        for first_line, chunk, nbytes in cut_lines(blocks, chunk_bytes):
+            yield Piece(path, first_line, chunk, None, nbytes) if chunk else nbytes
+
+
+def _plain(handle: BinaryIO, path: Path, size: int, digest: Any) -> Iterator[tuple[bytes, int]]:
+    while block := _read(handle, path, max(size, 1)):
+        if digest is not None:
+            digest.update(block)
+        yield block, len(block)
+
+
+def _gunzip(
+    handle: BinaryIO, path: Path, chunk_bytes: int, digest: Any
+) -> Iterator[tuple[bytes, int]]:
+    """Decompress a gzip file (of one or more members) a bounded block at a time.
+
+    Yields:
+        ``(data, nbytes)``: decompressed bytes (at most ``chunk_bytes`` at a time, so a
+        small file that expands hugely never sits in memory at once) and the compressed
+        bytes read for them.
+    """
+    cap = max(chunk_bytes, 1)
+    stream = zlib.decompressobj(wbits=31)
+    empty = True
+    try:
+        while raw := _read(handle, path, min(cap, _GZIP_BLOCK)):
+            empty = False
+            if digest is not None:
+                digest.update(raw)
+            nbytes, data = len(raw), raw
+            while data:
+                if stream.eof:  # the next member, or the zero padding gzip allows after one
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        break
+                    stream = zlib.decompressobj(wbits=31)
+                # Output zlib still holds when the input runs out comes with the next input
+                # (there is more: a member ends with its 8-byte trailer).
+                yield stream.decompress(data, cap), nbytes
+                nbytes = 0
+                data = stream.unused_data if stream.eof else stream.unconsumed_tail
+    except zlib.error as exc:
+        raise ResponseError(f"is not valid gzip ({exc})", path=path) from None
+    if not stream.eof and not empty:
+        raise ResponseError(
+            "ends in the middle of its gzip stream: the file is truncated", path=path
+        )
+
+
+def _read(handle: BinaryIO, path: Path, size: int) -> bytes:
+    try:
+        return handle.read(size)
+    except OSError as exc:
+        raise ResponseError(f"cannot be read ({exc.strerror or exc})", path=path) from exc
+
+
+def decode_piece(piece: Piece) -> ResponseBatch:
+    """Decode and validate a piece's records.
+
+    Args:
+        piece: A piece from :func:`iter_pieces`.
+
+    Returns:
+        The records in order, with their lines (rows, for Parquet).
+
+    Raises:
+        ResponseError: A record is not valid: the message names the file, the line (or row,
+            also said in the message) and the field. For Parquet, a column of a type that
+            cannot hold the field is named at the first row that has a value in it. Unknown
+            columns and keys are ignored.
+    """
+    if piece.data is not None:
+        return decode_chunk(piece.path, piece.data, piece.first_line)
+    from faultline.responses import _parquet
+
+    return _parquet.decode_batch(piece.path, piece.table, piece.first_line)
+
+
+def scan_piece(piece: Piece) -> tuple[set[str | None], int] | None:
+    """The models a piece names and its number of records, without validating the rest.
+
+    Args:
+        piece: A piece from :func:`iter_pieces`.
+
+    Returns:
+        ``(models, records)``, or ``None`` when the piece does not decode (the decoding pass
+        then names the bad line).
+    """
+    if piece.data is not None:
+        try:
+            records = _MODELS.decode_lines(piece.data)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return None
+        return {r.model for r in records}, len(records)
+    from faultline.responses import _parquet
+
+    return _parquet.scan_batch(piece.table)

@@ -1,0 +1,274 @@
+"""Scoring at scale: cases.parquet, every engine, any batching, any input format, same result."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import faultline.pipeline
+from faultline import score_files
+from faultline.errors import ResponseError
+from faultline.report.build import rerender_report
+from faultline.report.parquet import CASE_SCHEMA, case_of_row
+from tests.conftest import check_report, write_jsonl
+from tests.test_pipeline import FIXED, _write_run
+
+
+def _run(probes: Path, responses: Path | str, out: Path, **kwargs: Any) -> dict[str, Any]:
+    score_files(probes, responses, out, **FIXED, **kwargs)
+    report: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return report
+
+
+def _cases(out: Path) -> list[dict[str, Any]]:
+    table = pq.read_table(out / "cases.parquet")
+    assert table.schema.equals(CASE_SCHEMA)
+    return [case_of_row(r) for r in table.to_pylist()]
+
+
+def _whole(out: Path) -> dict[str, Any]:
+    """A split report with its cases read back in: what an inline report would hold."""
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["schema_version"] == "2"
+    assert "cases" not in report
+    cases = _cases(out)
+    assert report["cases_file"]["rows"] == len(cases)
+    return {
+        "schema_version": "1",
+        **{k: v for k, v in report.items() if k not in {"schema_version", "cases_file", "worst_cases"}},
+        "cases": cases,
+    }
+
+
+def _by_id(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {c["case_id"]: c for c in cases}
+
+
+@pytest.fixture
+def run_files(tmp_path: Path) -> tuple[Path, Path]:
+    return _write_run(tmp_path, 900, ["m1", "m2", "m3"])
+
+
+def test_a_split_report_holds_the_cases_metrics_and_geometry_of_the_inline_one(
+    tmp_path: Path, run_files: tuple[Path, Path]
+) -> None:
+    probes, responses = run_files
+    inline = _run(probes, responses, tmp_path / "inline")
+    split_dir = tmp_path / "split"
+    split = _run(probes, responses, split_dir, cases_inline_max=100)
+    assert inline["schema_version"] == "1"
+    assert not (tmp_path / "inline" / "cases.parquet").exists()
+    assert split["aggregate_metrics"] == inline["aggregate_metrics"]
+    assert split["observability"] == inline["observability"]
+    whole = _whole(split_dir)
+    assert _by_id(whole["cases"]) == _by_id(inline["cases"])
+    # In input order: the file's order of (probe, sample, model), not the report's.
+    order = [json.loads(line) for line in responses.read_text(encoding="utf-8").splitlines()]
+    assert [(c["probe_id"], c["sample"], c.get("model")) for c in whole["cases"]] == [
+        (r["probe_id"], r.get("sample", 0), r.get("model")) for r in order
+    ]
+    worst = [w["case_id"] for w in split["aggregate_metrics"]["worst_cases"]]
+    assert sorted(c["case_id"] for c in split["worst_cases"]) == sorted(worst)
+    assert all(c == _by_id(inline["cases"])[c["case_id"]] for c in split["worst_cases"])
+    whole_path = tmp_path / "whole.json"
+    whole_path.write_text(json.dumps(whole), encoding="utf-8")
+    check_report(whole_path)
+    # No spill is left behind.
+    assert sorted(p.name for p in split_dir.iterdir()) == [
+        "cases.parquet",
+        "report.html",
+        "report.json",
+        "report.md",
+    ]
+
+
+@pytest.mark.slow
+def test_every_engine_writes_the_same_bytes(
+    tmp_path: Path, run_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes, responses = run_files
+    monkeypatch.setattr(faultline.pipeline, "PARALLEL_MIN_BYTES", 0)
+    outs = {
+        "here": dict(workers=1),
+        "pool": dict(workers=2),
+        "dask": dict(workers=2, engine="dask"),
+    }
+    for name, options in outs.items():
+        _run(probes, responses, tmp_path / name, cases_inline_max=100, piece_bytes=20_000, **options)
+    for name in ("pool", "dask"):
+        for file in ("report.json", "cases.parquet", "report.md", "report.html"):
+            assert (tmp_path / name / file).read_bytes() == (tmp_path / "here" / file).read_bytes(), (
+                name,
+                file,
+            )
+
+
+def _as_parquet(source: Path, target: Path, group: int) -> Path:
+    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    schema = pa.schema(
+        [
+            ("probe_id", pa.string()),
+            ("response", pa.string()),
+            ("sample", pa.int64()),
+            ("model", pa.string()),
+            ("error", pa.struct([("message", pa.string())])),
+        ]
+    )
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), target, row_group_size=group)
+    return target
+
+
+def _as_gzip(source: Path, target: Path) -> Path:
+    target.write_bytes(gzip.compress(source.read_bytes()))
+    return target
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    piece_bytes=st.integers(300, 40_000),
+    piece_rows=st.integers(1, 700),
+    group=st.integers(1, 900),
+    split=st.booleans(),
+)
+def test_any_batching_of_any_format_gives_the_same_report(
+    tmp_path_factory: pytest.TempPathFactory,
+    piece_bytes: int,
+    piece_rows: int,
+    group: int,
+    split: bool,
+) -> None:
+    tmp = tmp_path_factory.mktemp("batching")
+    probes, responses = _write_run(tmp, 400, ["m1", None])
+    reference = _run(probes, responses, tmp / "reference")
+    inline_max = 10 if split else 50_000
+    inputs = {
+        "jsonl": responses,
+        "gzip": _as_gzip(responses, tmp / "responses.jsonl.gz"),
+        "parquet": _as_parquet(responses, tmp / "responses.parquet", group),
+    }
+    for name, source in inputs.items():
+        out = tmp / name
+        report = _run(
+            probes,
+            source,
+            out,
+            cases_inline_max=inline_max,
+            piece_bytes=piece_bytes,
+            piece_rows=piece_rows,
+        )
+        assert report["aggregate_metrics"] == reference["aggregate_metrics"], name
+        assert report["observability"] == reference["observability"], name
+        cases = _whole(out)["cases"] if split else report["cases"]
+        assert _by_id(cases) == _by_id(reference["cases"]), name
+
+
+def test_a_directory_or_glob_of_files_is_one_run(tmp_path: Path, run_files: tuple[Path, Path]) -> None:
+    probes, responses = run_files
+    lines = responses.read_text(encoding="utf-8").splitlines(keepends=True)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "a.jsonl").write_text("".join(lines[:300]), encoding="utf-8")
+    (parts / "b.jsonl.gz").write_bytes(gzip.compress("".join(lines[300:600]).encode()))
+    _as_parquet(_write_lines(tmp_path / "c.jsonl", lines[600:]), parts / "c.parquet", 100)
+    reference = _run(probes, responses, tmp_path / "one")
+    for spec in (parts, f"{parts}/*"):
+        report = _run(probes, spec, tmp_path / "many", cases_inline_max=100)
+        assert report["aggregate_metrics"] == reference["aggregate_metrics"]
+        assert report["run"]["target"]["responses"]["files"] == 3
+        assert _by_id(_whole(tmp_path / "many")["cases"]) == _by_id(reference["cases"])
+
+
+def _write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_corrupt_line_in_a_large_input_is_named_and_nothing_is_written(
+    tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(faultline.pipeline, "PARALLEL_MIN_BYTES", 0)
+    probes, responses = _write_run(tmp_path, 3000, ["m1"])
+    lines = responses.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2716] = lines[2716][:25] + "\n"
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(gzip.compress("".join(lines).encode()))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("previous", encoding="utf-8")
+    with pytest.raises(ResponseError) as info:
+        score_files(
+            probes, bad, out, workers=workers, cases_inline_max=10, piece_bytes=4096, **FIXED
+        )
+    assert (info.value.path, info.value.line) == (str(bad), 2717)
+    assert [p.name for p in out.iterdir()] == ["report.json"]
+    assert (out / "report.json").read_text(encoding="utf-8") == "previous"
+
+
+def test_a_repeated_answer_in_a_split_run_names_both_lines(tmp_path: Path) -> None:
+    probes, _ = _write_run(tmp_path, 10, [None])
+    rows = [{"probe_id": f"p{i:03d}", "response": "fine"} for i in range(30)]
+    rows.append({"probe_id": "p004", "response": "again"})
+    responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    with pytest.raises(ResponseError) as info:
+        score_files(probes, responses, tmp_path / "out", cases_inline_max=5, piece_bytes=200)
+    assert info.value.line == 31
+    assert "first at line 5" in str(info.value)
+    assert not (tmp_path / "out" / "cases.parquet").exists()
+
+
+def test_the_page_of_a_split_report_shows_a_stratified_sample_and_renders_again(
+    tmp_path: Path, run_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import faultline.report.html as report_html
+    from tests.report.test_html import payload_of
+
+    probes, responses = run_files
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 60)
+    out = tmp_path / "split"
+    report = _run(probes, responses, out, cases_inline_max=100)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    shown = payload_of(page)["cases"]
+    worst = {w["case_id"] for w in report["aggregate_metrics"]["worst_cases"]}
+    ids = {c["id"] for c in shown}
+    assert worst <= ids
+    assert 60 <= len(shown) <= 70
+    # Every (category, outcome) of the run is in the sample.
+    cases = _whole(out)["cases"]
+    assert {(c["category"], c["status"]) for c in cases} <= {
+        (c["category"], c["status"]) for c in cases if c["case_id"] in ids
+    }
+    assert payload_of(page)["total_cases"] == 900
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / "report.html").unlink()
+    rerender_report(copy)
+    assert (copy / "report.html").read_bytes() == (out / "report.html").read_bytes()
+    assert (copy / "report.md").read_bytes() == (out / "report.md").read_bytes()
+
+
+def test_the_sample_is_seeded(tmp_path: Path, run_files: tuple[Path, Path]) -> None:
+    from faultline.report.parquet import read_sample
+
+    probes, responses = run_files
+    _run(probes, responses, tmp_path / "out", cases_inline_max=100)
+    path = tmp_path / "out" / "cases.parquet"
+    a = [c["case_id"] for c in read_sample(path, 50, seed=1)]
+    assert a == [c["case_id"] for c in read_sample(path, 50, seed=1)]
+    assert a != [c["case_id"] for c in read_sample(path, 50, seed=2)]
+    assert len(a) == 50
