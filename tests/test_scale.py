@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,11 @@ def _whole(out: Path) -> dict[str, Any]:
     assert report["cases_file"]["rows"] == len(cases)
     return {
         "schema_version": "1",
-        **{k: v for k, v in report.items() if k not in {"schema_version", "cases_file", "worst_cases"}},
+        **{
+            k: v
+            for k, v in report.items()
+            if k not in {"schema_version", "cases_file", "worst_cases"}
+        },
         "cases": cases,
     }
 
@@ -104,10 +107,14 @@ def test_every_engine_writes_the_same_bytes(
         "dask": dict(workers=2, engine="dask"),
     }
     for name, options in outs.items():
-        _run(probes, responses, tmp_path / name, cases_inline_max=100, piece_bytes=20_000, **options)
+        _run(
+            probes, responses, tmp_path / name, cases_inline_max=100, piece_bytes=20_000, **options
+        )
     for name in ("pool", "dask"):
         for file in ("report.json", "cases.parquet", "report.md", "report.html"):
-            assert (tmp_path / name / file).read_bytes() == (tmp_path / "here" / file).read_bytes(), (
+            assert (tmp_path / name / file).read_bytes() == (
+                tmp_path / "here" / file
+            ).read_bytes(), (
                 name,
                 file,
             )
@@ -177,7 +184,9 @@ def test_any_batching_of_any_format_gives_the_same_report(
         assert _by_id(cases) == _by_id(reference["cases"]), name
 
 
-def test_a_directory_or_glob_of_files_is_one_run(tmp_path: Path, run_files: tuple[Path, Path]) -> None:
+def test_a_directory_or_glob_of_files_is_one_run(
+    tmp_path: Path, run_files: tuple[Path, Path]
+) -> None:
     probes, responses = run_files
     lines = responses.read_text(encoding="utf-8").splitlines(keepends=True)
     parts = tmp_path / "parts"
@@ -272,3 +281,23 @@ def test_the_sample_is_seeded(tmp_path: Path, run_files: tuple[Path, Path]) -> N
     assert a == [c["case_id"] for c in read_sample(path, 50, seed=1)]
     assert a != [c["case_id"] for c in read_sample(path, 50, seed=2)]
     assert len(a) == 50
+
+
+def test_compare_and_junit_read_a_split_report_like_an_inline_one(
+    tmp_path: Path, run_files: tuple[Path, Path]
+) -> None:
+    from faultline.report.compare import compare_files, read_compare_input
+    from faultline.report.junit import report_junit
+
+    probes, responses = run_files
+    inline = score_files(probes, responses, tmp_path / "inline", **FIXED)
+    split = score_files(probes, responses, tmp_path / "split", cases_inline_max=100, **FIXED)
+    assert split.report.cases_file is not None
+    assert report_junit(split.report) == report_junit(inline.report)
+    read = read_compare_input(tmp_path / "split")
+    assert sorted(c.case_id for c in read["cases"]) == sorted(
+        c.case_id for c in inline.report.cases
+    )
+    result = compare_files(tmp_path / "inline", tmp_path / "split")
+    assert result["cases"]["paired"] == 900
+    assert result["cases"]["regressions"] == result["cases"]["fixes"] == []

@@ -285,6 +285,8 @@ def _report(
     if out is not None:
         if spill_dir is not None:  # the cases first: report.json then never names missing ones
             (spill_dir / CASES_FILE).replace(out / CASES_FILE)
+            assert report.cases_file is not None
+            report.cases_file.directory = out
             outcome.written.append(out / CASES_FILE)
         outcome.written[:0] = write_report(report, out)
     if on_progress is not None:

@@ -24,6 +24,7 @@ from faultline.errors import InputError
 from faultline.metrics.stats import mcnemar_test, two_proportion_test
 from faultline.metrics.transforms import NO_TRANSFORM
 from faultline.probes.model import SEVERITIES
+from faultline.report.parquet import read_cases
 
 __all__ = [
     "ALPHA",
@@ -82,8 +83,9 @@ class _Case(msgspec.Struct, frozen=True):
 class _Report(msgspec.Struct):
     schema_version: str
     run: dict[str, Any]
-    cases: list[_Case]
     aggregate_metrics: dict[str, Any]
+    cases: list[_Case] = []
+    cases_file: dict[str, Any] | None = None
     tool: dict[str, Any] = {}
 
 
@@ -117,12 +119,17 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
         raise InputError(f"not a faultline report.json: {message}", path=p, field=field) from None
     except msgspec.DecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", path=p) from None
-    if report.schema_version != "1":
+    if report.schema_version not in {"1", "2"}:
         raise InputError(
-            f"schema_version {report.schema_version!r} is not one this faultline reads ('1')",
+            f"schema_version {report.schema_version!r} is not one this faultline reads ('1', '2')",
             path=p,
             field="schema_version",
         )
+    if report.cases_file is not None:  # a large run: its cases are in cases.parquet
+        report.cases = [
+            msgspec.convert(c, _Case)
+            for c in read_cases(p.parent / str(report.cases_file["path"]), _Case.__struct_fields__)
+        ]
     _check(report, p)
     return {
         "schema_version": report.schema_version,

@@ -25,6 +25,7 @@ from faultline._version import __version__
 from faultline.errors import InputError
 from faultline.report.gates import GateResult
 from faultline.report.model import CaseLines, Report
+from faultline.report.parquet import read_cases
 from faultline.scoring.case import CaseScore
 
 __all__ = [
@@ -352,7 +353,10 @@ def report_junit(report: Report | Mapping[str, Any]) -> bytes:
     Raises:
         InputError: A case in plain data lacks a field the view needs.
     """
-    if isinstance(report, Report):
+    if isinstance(report, Report) and report.cases_file is not None:
+        run, version = report.run, __version__
+        cases: Any = list(read_cases(report.cases_file.path, _Sample.__struct_fields__))
+    elif isinstance(report, Report):
         run, cases, version = report.run, report.cases, __version__
     else:
         run, cases = report.get("run") or {}, report.get("cases") or []

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, overload
 
 import msgspec
@@ -117,6 +118,7 @@ class CasesFile:
         sample: The HTML report's seeded, stratified sample of cases, as case objects.
         sample_rows: The row of each sampled case in the file.
         rules: How many cases each rule matched in, as ``[kind, label, count]``.
+        directory: Where the file is, once written.
     """
 
     name: str
@@ -126,6 +128,12 @@ class CasesFile:
     sample: list[dict[str, Any]] = field(default_factory=list, repr=False)
     sample_rows: list[int] = field(default_factory=list, repr=False)
     rules: list[list[Any]] = field(default_factory=list, repr=False)
+    directory: Path | None = field(default=None, repr=False)
+
+    @property
+    def path(self) -> Path:
+        """The file."""
+        return (self.directory or Path()) / self.name
 
     def describe(self) -> dict[str, Any]:
         """What report.json says of the file."""
