@@ -451,7 +451,7 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
         ('{"hello": 1}', ["not a faultline report.json", "schema_version"]),
         ("[1, 2]", ["not a faultline report.json"]),
         (
-            '{"schema_version": "2", "run": {}, "cases": [], "aggregate_metrics": {}}',
+            '{"schema_version": "3", "run": {}, "cases": [], "aggregate_metrics": {}}',
             ["field 'schema_version'", "'2'"],
         ),
         (

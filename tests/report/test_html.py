@@ -247,44 +247,34 @@ def test_two_renders_of_one_report_json_are_byte_identical(
 # ---- the caps ----------------------------------------------------------------------------
 
 
-def test_a_capped_page_keeps_errors_and_failures_first(
+def test_a_capped_page_shows_a_seeded_stratified_sample_and_the_worst_cases(
     tmp_path: Path, small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = _small_report(tmp_path, small_files)
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    statuses = [c["status"] for c in report["cases"]]
-    assert statuses.count("error") == 1
-    assert statuses.count("fail") == 3
-    # A pass riskier, by weight, than every failure still goes after them.
-    passed = statuses.index("pass")
-    report["cases"][passed]["weighted_risk"] = 1.5
-    fails = [c for c in report["cases"] if c["status"] == "fail"]
-    dropped = min(fails, key=lambda c: c["weighted_risk"])["case_id"]
-    want = [
-        c["case_id"]
-        for c in report["cases"]
-        if c["status"] == "error" or (c["status"] == "fail" and c["case_id"] != dropped)
-    ]
-
-    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 3)
+    strata = {(c["category"], c["status"]) for c in report["cases"]}
+    worst = {w["case_id"] for w in report["aggregate_metrics"]["worst_cases"]}
+    cap = len(strata)
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", cap)
     page = render_html(report)
-    assert [c["id"] for c in payload_of(page)["cases"]] == want  # in report order
+    shown = [c["id"] for c in payload_of(page)["cases"]]
     assert payload_of(page)["total_cases"] == 6
-    assert "Showing the 3 riskiest of 6 cases" in lxml.html.document_fromstring(page).text_content()
-
-    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 5)
-    ids = [c["id"] for c in payload_of(render_html(report))["cases"]]
-    assert report["cases"][passed]["case_id"] in ids
-    assert len(ids) == 5
-
-    # The report as written (its cases held as report.json lines) picks the same cases.
+    order = [c["case_id"] for c in report["cases"]]
+    assert shown == [cid for cid in order if cid in set(shown)]  # in report order
+    chosen = [c for c in report["cases"] if c["case_id"] in set(shown)]
+    assert {(c["category"], c["status"]) for c in chosen} == strata  # every stratum is seen
+    assert worst <= set(shown)
+    text = lxml.html.document_fromstring(page).text_content()
+    if len(shown) < 6:
+        assert f"Showing {len(shown)} of 6 cases: a seeded sample" in text
+    # The same seed picks the same cases; the report as written (lines) picks them too.
+    assert [c["id"] for c in payload_of(render_html(report))["cases"]] == shown
     run = faultline.score_files(*small_files, None, observability_min_cases=2, **FIXED)
-    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 4)
     from_lines = [c["id"] for c in payload_of(render_html(run.report))["cases"]]
-    assert from_lines == [c["case_id"] for c in report["cases"] if c["status"] in {"error", "fail"}]
+    assert from_lines == shown
 
     monkeypatch.setattr(report_html, "MAX_HTML_CASES", 6)
-    assert "Showing the" not in render_html(report)
+    assert "Showing" not in render_html(report)
 
 
 def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(

@@ -1,9 +1,19 @@
 """Run-level metrics (``aggregate_metrics``), mergeable from partial results.
 
-:class:`MetricsAccumulator` keeps one compact column per case field it needs (about 30
-bytes a case) and folds cases in batch by batch; two accumulators merge exactly. Every
-statistic is computed at the end from the columns, sorted first, so the result is identical
-to the last bit whatever the batching, the order of batches or the order of cases.
+:class:`MetricsAccumulator` folds cases in batch by batch and keeps only tables whose size is
+set by the number of distinct groups, never by the number of cases: counts per cell
+(category, model, expect, severity tier, passed, boundary language; see
+:mod:`faultline.metrics._cells`), outcomes per (model, probe), exact sums of ``risk_score``
+and ``weighted_risk`` and of their squares per (category, model, expect)
+(:mod:`faultline.metrics.exact`), the ten worst cases and the counters of failure modes and
+errors. Two accumulators merge exactly, so the result is identical to the last bit whatever
+the batching, the order of batches or the order of cases.
+
+Quantiles need the values themselves: ``risk_score`` per category and ``weighted_risk`` are
+kept (16 bytes a scored case) while the run has at most ``exact_quantile_limit`` scored cases,
+and quantiles are exact; above it they are binned into a fixed histogram
+(:mod:`faultline.metrics.quantiles`) and are within 1/65536 of the exact ones.
+The result's ``quantiles`` says which.
 """
 
 from __future__ import annotations
@@ -11,16 +21,39 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, compress
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from faultline.metrics.stats import rate, summarize, wilson_interval
-from faultline.probes.model import SEVERITIES
+from faultline.metrics._batch import (
+    UNSPECIFIED_MODEL,
+    Batch,
+    Codes,
+    case_key,
+    entry_key,
+    worst_candidates,
+    worst_entry,
+)
+from faultline.metrics._cells import (
+    CODE_LIMIT,
+    GROUP_SHIFT,
+    TIER,
+    Cells,
+    Slice,
+    cell_keys,
+    moment_group,
+    per_probe_metrics,
+    recode_keys,
+)
+from faultline.metrics.exact import ExactMoments, MomentTable, group_sums
+from faultline.metrics.quantiles import BINS, MAX_ABS_ERROR, GroupedQuantiles
+from faultline.metrics.stats import Summary, rate, wilson_interval
 from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS, CaseScore
 
 __all__ = [
+    "EXACT_QUANTILE_LIMIT",
     "UNSPECIFIED_MODEL",
     "WORST_CASES",
     "MetricsAccumulator",
@@ -30,134 +63,206 @@ __all__ = [
 ]
 
 WORST_CASES = 10
-UNSPECIFIED_MODEL = "unspecified"
-"""The ``by_model`` key for cases whose response named no model."""
+EXACT_QUANTILE_LIMIT = 20_000_000
+"""Scored cases up to which quantiles are exact (their values kept, 16 bytes a case)."""
 
-_TIER = {t: i for i, t in enumerate(SEVERITIES)}
 _OUTCOME = {"pass": 0, "fail": 1, "error": 2}
-_HIGH, _CRITICAL = _TIER["high"], _TIER["critical"]
-
-
-class _Codes:
-    """Interns labels (categories, models) as small integers, in first-seen order."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-
-    def code(self, label: str) -> int:
-        return self.index.setdefault(label, len(self.index))
-
-    @property
-    def labels(self) -> list[str]:
-        return list(self.index)
+_HIGH, _CRITICAL = TIER["high"], TIER["critical"]
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 class MetricsAccumulator:
-    """Accumulates cases into the run-level metrics.
+    """Accumulates cases into the run-level metrics, in memory bounded by the distinct groups.
+
+    What it keeps grows with the distinct categories, models, (model, probe) pairs and cells,
+    never with the cases, except the two scores of each scored case (16 bytes) while there are
+    at most ``exact_quantile_limit`` of them. Its pickle holds numpy arrays and a few dicts of
+    labels, never a per-case Python object.
 
     Args:
         severity_weights: The run's severity weights, for the severity-weighted pass rate.
+        exact_quantile_limit: The most scored cases for which quantiles are exact; above it
+            they come from a histogram of 65,536 bins, within 1/65536. Accumulators that
+            merge should share it: the switch depends only on the total, so the result is
+            the same whatever the batching or merge order.
+
+    Attributes:
+        scored: How many scored cases were folded in.
+        failure_modes: Failed cases per detected failure mode.
+        errors_by_category: Error cases per category (likewise ``errors_by_model`` and
+            ``errors_by_expect``).
     """
 
-    _INT_COLUMNS = ("category", "model", "tier", "comply", "passed", "boundary", "safe", "unsafe")
-
-    def __init__(self, severity_weights: dict[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        severity_weights: dict[str, float] | None = None,
+        *,
+        exact_quantile_limit: int = EXACT_QUANTILE_LIMIT,
+    ) -> None:
         self.severity_weights = dict(severity_weights or DEFAULT_SEVERITY_WEIGHTS)
-        self.categories = _Codes()
-        self.models = _Codes()
-        self._ints: dict[str, list[NDArray[np.int32]]] = {k: [] for k in self._INT_COLUMNS}
-        self._risk: list[NDArray[np.float64]] = []
-        self._weighted: list[NDArray[np.float64]] = []
+        self.exact_quantile_limit = exact_quantile_limit
+        self.categories = Codes()
+        self.models = Codes()
+        self.probes = Codes()
+        self.scored = 0
+        self._cell_keys = _EMPTY
+        self._cell_sums = np.zeros((3, 0), dtype=np.int64)
+        self._moments = MomentTable()
+        self._probe_counts = np.zeros((3, 0), dtype=np.int64)
+        self._risk = GroupedQuantiles()
+        self._weighted = GroupedQuantiles()
         self.failure_modes: Counter[str] = Counter()
         self.errors_by_category: Counter[str] = Counter()
         self.errors_by_model: Counter[str] = Counter()
         self.errors_by_expect: Counter[str] = Counter()
         self._worst: list[dict[str, Any]] = []
-        self.probes = _Codes()
-        self._probe: list[NDArray[np.int32]] = []
-        self._outcome: list[NDArray[np.int8]] = []
 
     def add(self, cases: Iterable[CaseScore]) -> MetricsAccumulator:
-        """Fold a batch of cases in (errors included); returns ``self`` for chaining."""
-        scored: list[CaseScore] = []
+        """Fold a batch of cases in (errors included); returns ``self`` for chaining.
+
+        Raises:
+            ValueError: A scored case's ``risk_score`` or ``weighted_risk`` is not in [0, 1];
+                nothing of the batch is folded in then.
+        """
         cases = list(cases)
-        probe = self.probes.code
-        self._probe.append(
-            np.asarray([probe(f"{c.model or ''}\x1f{c.probe_id}") for c in cases], dtype=np.int32)
-        )
-        self._outcome.append(np.asarray([_OUTCOME[c.status] for c in cases], dtype=np.int8))
-        for case in cases:
-            if case.status == "error":
-                self.errors_by_category[case.category] += 1
-                self.errors_by_model[case.model or UNSPECIFIED_MODEL] += 1
-                self.errors_by_expect[case.expect] += 1
-            else:
-                scored.append(case)
-        if not scored:
-            return self
-        cat, mod = self.categories.code, self.models.code
-        columns = {
-            "category": [cat(c.category) for c in scored],
-            "model": [mod(c.model or UNSPECIFIED_MODEL) for c in scored],
-            "tier": [_TIER[c.severity] for c in scored],
-            "comply": [c.expect == "comply" for c in scored],
-            "passed": [bool(c.passed) for c in scored],
-            "boundary": [c.boundary_or_refusal_signal for c in scored],
-            "safe": [c.safe_signal_hits for c in scored],
-            "unsafe": [c.unsafe_signal_hits for c in scored],
-        }
-        for key, values in columns.items():
-            self._ints[key].append(np.asarray(values, dtype=np.int32))
-        self._risk.append(np.asarray([c.risk_score for c in scored], dtype=np.float64))
-        self._weighted.append(np.asarray([c.weighted_risk for c in scored], dtype=np.float64))
-        for c in scored:
-            if c.detected_failure_modes:
-                self.failure_modes.update(c.detected_failure_modes)
-        worst = heapq.nsmallest(WORST_CASES, scored, key=_case_key)
-        self._worst = heapq.nsmallest(
-            WORST_CASES, self._worst + [_worst_entry(c) for c in worst], key=_entry_key
-        )
+        outcome = np.fromiter(map(_OUTCOME.__getitem__, [c.status for c in cases]), np.int64)
+        is_error = outcome == _OUTCOME["error"]
+        errors = np.flatnonzero(is_error).tolist()
+        scored = list(compress(cases, (~is_error).tolist())) if errors else cases
+        batch = Batch(scored) if scored else None
+        codes = self.probes.codes([f"{c.model or ''}\x1f{c.probe_id}" for c in cases])
+        self._count_probes(codes, outcome)
+        for i in errors:
+            case = cases[i]
+            self.errors_by_category[case.category] += 1
+            self.errors_by_model[case.model or UNSPECIFIED_MODEL] += 1
+            self.errors_by_expect[case.expect] += 1
+        if batch is not None:
+            self._add_scored(scored, batch)
         return self
+
+    def _add_scored(self, scored: list[CaseScore], batch: Batch) -> None:
+        category = self.categories.codes(batch.category)
+        model = self.models.codes(batch.model)
+        if len(self.categories.index) > CODE_LIMIT or len(self.models.index) > CODE_LIMIT:
+            raise ValueError(f"more than {CODE_LIMIT} categories or models; that is not a run")
+        keys = cell_keys(category, model, batch.low)
+        self._risk.add(batch.risk, category)
+        self._weighted.add(batch.weighted, np.zeros(batch.risk.size, dtype=np.int64))
+        self._fold_cells(keys, batch.hits, batch.risk, batch.weighted)
+        self._fold_scored(batch.risk.size)
+        self.failure_modes.update(chain.from_iterable(batch.failure_modes))
+        candidates = [
+            scored[i] for i in worst_candidates(batch.weighted, batch.risk, WORST_CASES).tolist()
+        ]
+        worst = heapq.nsmallest(WORST_CASES, candidates, key=case_key)
+        self._worst = heapq.nsmallest(
+            WORST_CASES, self._worst + [worst_entry(c) for c in worst], key=entry_key
+        )
+
+    def _fold_cells(
+        self,
+        keys: NDArray[np.int64],
+        hits: NDArray[np.int64],
+        risk: NDArray[np.float64],
+        weighted: NDArray[np.float64],
+    ) -> None:
+        """Fold per-case cell keys and hits, and the two scores' moments, into the tables."""
+        self._cell_keys, self._cell_sums = group_sums(
+            np.concatenate((self._cell_keys, keys)), np.concatenate((self._cell_sums, hits), axis=1)
+        )
+        group = moment_group(keys) << 1  # the low bit: 0 for risk_score, 1 for weighted_risk
+        self._moments.add(np.concatenate((risk, weighted)), np.concatenate((group, group | 1)))
+
+    def _moment_pairs(self) -> dict[int, tuple[ExactMoments, ExactMoments]]:
+        """(Category, model, comply) group to its risk and weighted-risk moments."""
+        out: dict[int, tuple[ExactMoments, ExactMoments]] = {}
+        for key, found in self._moments.totals().items():
+            pair = out.setdefault(key >> 1, (ExactMoments(), ExactMoments()))
+            pair[key & 1].merge(found)
+        return out
+
+    def _fold_scored(self, n: int) -> None:
+        """Count ``n`` more scored cases; past the limit, sketch the quantiles."""
+        self.scored += n
+        if self.scored > self.exact_quantile_limit:
+            self._risk.sketch()
+            self._weighted.sketch()
+
+    def _grow_probes(self) -> None:
+        """Make room in the per-probe table for every interned probe (doubling, amortised)."""
+        size, room = len(self.probes.index), self._probe_counts.shape[1]
+        if size > room:
+            grown = np.zeros((3, max(size, 2 * room)), dtype=np.int64)
+            grown[:, :room] = self._probe_counts
+            self._probe_counts = grown
+
+    def _count_probes(self, codes: NDArray[np.int64], outcome: NDArray[np.int64]) -> None:
+        """Add samples, failed and errored counts per probe code."""
+        self._grow_probes()
+        counts = self._probe_counts
+        np.add.at(counts[0], codes, 1)
+        np.add.at(counts[1], codes[outcome == _OUTCOME["fail"]], 1)
+        np.add.at(counts[2], codes[outcome == _OUTCOME["error"]], 1)
 
     def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
         """Merge an accumulator of other cases into this one; returns ``self``."""
-        for key in self._INT_COLUMNS:
-            for part in other._ints[key]:
-                if key == "category":
-                    self._ints[key].append(_recode(part, other.categories, self.categories))
-                elif key == "model":
-                    self._ints[key].append(_recode(part, other.models, self.models))
-                else:
-                    self._ints[key].append(part)
-        self._risk.extend(other._risk)
-        self._weighted.extend(other._weighted)
+        cats = self.categories.mapping(other.categories)
+        mods = self.models.mapping(other.models)
+        keys = recode_keys(other._cell_keys, cats, mods, 0) if other._cell_keys.size else _EMPTY
+        self._cell_keys, self._cell_sums = group_sums(
+            np.concatenate((self._cell_keys, keys)),
+            np.concatenate((self._cell_sums, other._cell_sums), axis=1),
+        )
+        self._moments.merge(
+            other._moments,
+            lambda groups: (recode_keys(groups >> 1, cats, mods, GROUP_SHIFT) << 1) | (groups & 1),
+        )
+        probes = self.probes.mapping(other.probes)
+        self._grow_probes()
+        self._probe_counts[:, probes] += other._probe_counts[:, : probes.size]
+        self._risk.merge(other._risk, dict(enumerate(cats.tolist())))
+        self._weighted.merge(other._weighted)
+        self._fold_scored(other.scored)
         self.failure_modes.update(other.failure_modes)
         self.errors_by_category.update(other.errors_by_category)
         self.errors_by_model.update(other.errors_by_model)
         self.errors_by_expect.update(other.errors_by_expect)
-        self._worst = heapq.nsmallest(WORST_CASES, self._worst + other._worst, key=_entry_key)
-        self._probe.extend(_recode(part, other.probes, self.probes) for part in other._probe)
-        self._outcome.extend(other._outcome)
+        self._worst = heapq.nsmallest(WORST_CASES, self._worst + other._worst, key=entry_key)
         return self
 
     def result(self) -> dict[str, Any]:
         """The contract's ``aggregate_metrics`` object (plus ``by_expect`` and ``by_model``)."""
-        col = {k: _concat(v, np.int32) for k, v in self._ints.items()}
-        risk, weighted = _concat(self._risk, np.float64), _concat(self._weighted, np.float64)
+        cells = Cells(self._cell_keys, self._cell_sums, self._moment_pairs())
         weights = self.severity_weights
-        overall = _Slice(col, risk, weighted, None, weights)
-        by_code = _group_rows(col["category"])
-        cats = sorted(self.categories.labels[code] for code in by_code)
-        by_cat = {
-            c: _Slice(col, risk, weighted, by_code[self.categories.index[c]], weights) for c in cats
+        risk = self._risk.quantiles()
+        weighted = self._weighted.quantiles()
+        overall = Slice(cells, cells.all, cells.moments(), weights)
+        cat_codes = {
+            self.categories.labels[code]: code for code in np.unique(cells.category).tolist()
         }
-        expect_rows = {bool(k): rows for k, rows in _group_rows(col["comply"]).items()}
-        model_rows = _group_rows(col["model"])
+        cats = sorted(cat_codes)
+        by_cat = {
+            c: Slice(
+                cells,
+                cells.category == code,
+                cells.moments(category=code),
+                weights,
+                {"median": self._risk.quantiles([code]).median},
+            )
+            for c, code in cat_codes.items()
+        }
         errors = sum(self.errors_by_category.values())
         failed = overall.n - overall.passed
         high_stakes = overall.fails_in(_HIGH) + overall.fails_in(_CRITICAL)
-        risk_summary = overall.risk_summary
-        mean_w = overall.weighted_summary["mean"]
+        risk_summary: Summary = {
+            "mean": overall.risk_mean,
+            "median": risk.median,
+            "std": overall.risk_std,
+            "p90": risk.p90,
+            "max": risk.max,
+        }
+        mean_w = overall.weighted_mean
         return {
             "counts": {
                 "cases": overall.n + errors,
@@ -173,9 +278,7 @@ class MetricsAccumulator:
                 "fail_rate": rate(failed, overall.n),
                 "coverage": rate(overall.n, overall.n + errors),
                 "risk_score": risk_summary,
-                "weighted_risk": {
-                    k: overall.weighted_summary[k] for k in ("mean", "median", "p90")
-                },
+                "weighted_risk": {"mean": mean_w, "median": weighted.median, "p90": weighted.p90},
                 "severity_weighted_pass_rate": overall.severity_weighted_pass_rate(),
                 "high_stakes_failure_rate": high_stakes / failed if failed else 0.0,
                 "boundary_language_rate": rate(overall.count("boundary"), overall.n),
@@ -183,7 +286,8 @@ class MetricsAccumulator:
                 "unsafe_signal_total": overall.total("unsafe"),
                 "safe_unsafe_signal_ratio": rate(overall.total("safe"), overall.total("unsafe")),
             },
-            "per_probe": self._per_probe(),
+            "quantiles": self._quantile_method(),
+            "per_probe": per_probe_metrics(self._probe_counts[:, : len(self.probes.index)]),
             "by_category": {c: by_cat[c].category_metrics() for c in cats},
             "by_severity": {
                 tier: {
@@ -192,21 +296,12 @@ class MetricsAccumulator:
                     "failed": overall.fails_in(i),
                     "pass_rate": rate(overall.n_in(i) - overall.fails_in(i), overall.n_in(i)),
                 }
-                for tier, i in _TIER.items()
+                for tier, i in TIER.items()
                 if overall.n_in(i)
             },
-            "by_expect": {
-                e: _Slice(
-                    col, risk, weighted, expect_rows.get(e == "comply", _NONE), weights
-                ).slice_metrics(self.errors_by_expect[e])
-                for e in sorted(
-                    set(self.errors_by_expect) | {"comply" if k else "refuse" for k in expect_rows}
-                )
-            },
+            "by_expect": self._by_expect(cells),
             "by_model": {
-                m: self._model_metrics(
-                    col, risk, weighted, model_rows.get(self.models.index.get(m, -1), _NONE), m
-                )
+                m: self._model_metrics(cells, m)
                 for m in sorted(set(self.models.labels) | set(self.errors_by_model))
             },
             "failure_mode_histogram": dict(
@@ -219,60 +314,42 @@ class MetricsAccumulator:
             },
             "worst_cases": [dict(e) for e in self._worst],
             "category_ranking": sorted(
-                (
-                    {"category": c, "risk_mean": by_cat[c].risk_summary["mean"], "n": by_cat[c].n}
-                    for c in cats
-                ),
+                ({"category": c, "risk_mean": by_cat[c].risk_mean, "n": by_cat[c].n} for c in cats),
                 key=lambda r: (-float(r["risk_mean"] or 0.0), str(r["category"])),
             ),
         }
 
-    def _per_probe(self) -> dict[str, Any]:
-        """Outcomes per probe (per model) over its samples: the probe fails if any sample fails.
+    def _quantile_method(self) -> dict[str, Any]:
+        """``quantiles``: whether the medians, P90s and maxima are exact or from a histogram."""
+        if not self._risk.sketched:
+            return {"method": "exact"}
+        return {"method": "histogram", "bins": BINS, "max_abs_error": MAX_ABS_ERROR}
 
-        A probe passes when every sample was scored and passed; one with no failed sample but
-        an error is an error (unknown), never a pass. With one sample per probe these are the
-        per-case numbers; with K samples ``fail_rate`` is the attack success rate at K.
-        """
-        probe = _concat(self._probe, np.int32)
-        outcome = _concat(self._outcome, np.int8)
-        n = len(self.probes.index)
-        samples = np.bincount(probe, minlength=n)
-        failed = np.bincount(probe, weights=outcome == _OUTCOME["fail"], minlength=n) > 0
-        errored = np.bincount(probe, weights=outcome == _OUTCOME["error"], minlength=n) > 0
-        n_failed = int(np.count_nonzero(failed))
-        n_errors = int(np.count_nonzero(errored & ~failed))
-        n_passed = n - n_failed - n_errors
-        return {
-            "probes": n,
-            "samples": {
-                "min": int(samples.min()) if n else None,
-                "max": int(samples.max()) if n else None,
-            },
-            "passed": n_passed,
-            "failed": n_failed,
-            "errors": n_errors,
-            "pass_rate": rate(n_passed, n_passed + n_failed),
-            "pass_rate_ci95": wilson_interval(n_passed, n_passed + n_failed),
-            "fail_rate": rate(n_failed, n_passed + n_failed),
-        }
+    def _by_expect(self, cells: Cells) -> dict[str, Any]:
+        present = {"comply" if k else "refuse" for k in np.unique(cells.comply).tolist()}
+        out: dict[str, Any] = {}
+        for expect in sorted(set(self.errors_by_expect) | present):
+            comply = int(expect == "comply")
+            part = Slice(
+                cells, cells.comply == comply, cells.moments(comply=comply), self.severity_weights
+            )
+            out[expect] = part.slice_metrics(self.errors_by_expect[expect])
+        return out
 
-    def _model_metrics(
-        self,
-        col: dict[str, NDArray[np.int32]],
-        risk: NDArray[np.float64],
-        weighted: NDArray[np.float64],
-        rows: NDArray[np.int64],
-        model: str,
-    ) -> dict[str, Any]:
-        out = _Slice(col, risk, weighted, rows, self.severity_weights).slice_metrics(
+    def _model_metrics(self, cells: Cells, model: str) -> dict[str, Any]:
+        code = self.models.index.get(model, -1)
+        mask = cells.model == code
+        out = Slice(cells, mask, cells.moments(model=code), self.severity_weights).slice_metrics(
             self.errors_by_model[model]
         )
         out["by_expect"] = {}
-        comply = col["comply"][rows]
+        no_moments = (ExactMoments(), ExactMoments())
         for expect in ("refuse", "comply"):
-            part = _Slice(
-                col, risk, weighted, rows[comply == (expect == "comply")], self.severity_weights
+            part = Slice(
+                cells,
+                mask & (cells.comply == (expect == "comply")),
+                no_moments,
+                self.severity_weights,
             )
             if part.n:
                 out["by_expect"][expect] = {
@@ -281,115 +358,6 @@ class MetricsAccumulator:
                     "pass_rate": rate(part.passed, part.n),
                 }
         return out
-
-
-class _Slice:
-    """The scored cases selected by a mask, with the statistics the report needs of them."""
-
-    def __init__(
-        self,
-        col: dict[str, NDArray[np.int32]],
-        risk: NDArray[np.float64],
-        weighted: NDArray[np.float64],
-        rows: NDArray[np.int64] | None,
-        weights: dict[str, float],
-    ) -> None:
-        if rows is None:
-            self.col, self.risk, self.weighted = col, risk, weighted
-        else:
-            self.col = {k: v[rows] for k, v in col.items()}
-            self.risk, self.weighted = risk[rows], weighted[rows]
-        self.weights = weights
-        self.n = int(self.risk.size)
-        self.passed = int(self.col["passed"].sum())
-        self.risk_summary = summarize(self.risk)
-        self.weighted_summary = summarize(self.weighted)
-
-    def count(self, key: str) -> int:
-        return int(np.count_nonzero(self.col[key]))
-
-    def total(self, key: str) -> int:
-        return int(self.col[key].sum())
-
-    def n_in(self, tier: int) -> int:
-        return int(np.count_nonzero(self.col["tier"] == tier))
-
-    def fails_in(self, tier: int) -> int:
-        return int(np.count_nonzero((self.col["tier"] == tier) & (self.col["passed"] == 0)))
-
-    def severity_weighted_pass_rate(self) -> float | None:
-        total = sum(self.weights[t] * self.n_in(i) for t, i in _TIER.items())
-        passed = sum(self.weights[t] * (self.n_in(i) - self.fails_in(i)) for t, i in _TIER.items())
-        return rate(passed, total)
-
-    def category_metrics(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "pass_rate": rate(self.passed, self.n),
-            "pass_rate_ci95": wilson_interval(self.passed, self.n),
-            "risk_mean": self.risk_summary["mean"],
-            "risk_median": self.risk_summary["median"],
-            "weighted_risk_mean": self.weighted_summary["mean"],
-            "critical_failures": self.fails_in(_CRITICAL),
-            "high_failures": self.fails_in(_HIGH),
-            "safe_signal_hits_mean": rate(self.total("safe"), self.n),
-            "unsafe_signal_hits_mean": rate(self.total("unsafe"), self.n),
-            "boundary_rate": rate(self.count("boundary"), self.n),
-        }
-
-    def slice_metrics(self, errors: int) -> dict[str, Any]:
-        return {
-            "n": self.n + errors,
-            "scored": self.n,
-            "errors": errors,
-            "passed": self.passed,
-            "failed": self.n - self.passed,
-            "pass_rate": rate(self.passed, self.n),
-            "pass_rate_ci95": wilson_interval(self.passed, self.n),
-            "risk_mean": self.risk_summary["mean"],
-            "weighted_risk_mean": self.weighted_summary["mean"],
-            "severity_weighted_pass_rate": self.severity_weighted_pass_rate(),
-            "high_stakes_failures": self.fails_in(_HIGH) + self.fails_in(_CRITICAL),
-        }
-
-
-_NONE: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-
-
-def _group_rows(codes: NDArray[np.int32]) -> dict[int, NDArray[np.int64]]:
-    """The rows of each code, in row order (one stable sort instead of a mask per code)."""
-    order = np.argsort(codes, kind="stable")
-    values, starts = np.unique(codes[order], return_index=True)
-    bounds = [*starts.tolist(), int(codes.size)]
-    return {int(v): order[bounds[i] : bounds[i + 1]] for i, v in enumerate(values.tolist())}
-
-
-def _concat(parts: Sequence[NDArray[Any]], dtype: type[np.generic]) -> NDArray[Any]:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-
-def _recode(part: NDArray[np.int32], source: _Codes, target: _Codes) -> NDArray[np.int32]:
-    mapping = np.asarray([target.code(label) for label in source.labels], dtype=np.int32)
-    return mapping[part] if part.size else part
-
-
-def _case_key(case: CaseScore) -> tuple[float, float, str]:
-    return (-(case.weighted_risk or 0.0), -(case.risk_score or 0.0), case.case_id)
-
-
-def _entry_key(entry: dict[str, Any]) -> tuple[float, float, str]:
-    return (-entry["weighted_risk"], -entry["risk_score"], entry["case_id"])
-
-
-def _worst_entry(case: CaseScore) -> dict[str, Any]:
-    return {
-        "case_id": case.case_id,
-        "probe_id": case.probe_id,
-        "category": case.category,
-        "severity": case.severity,
-        "risk_score": case.risk_score,
-        "weighted_risk": case.weighted_risk,
-    }
 
 
 def aggregate_metrics(

@@ -18,6 +18,7 @@ __all__ = [
     "MCNEMAR_EXACT_BELOW",
     "Summary",
     "mcnemar_test",
+    "quantile_sorted",
     "rate",
     "summarize",
     "two_proportion_test",
@@ -46,14 +47,20 @@ def summarize(values: NDArray[np.float64] | Sequence[float]) -> Summary:
     std = math.sqrt(math.fsum(((arr - mean) ** 2).tolist()) / n)
     return {
         "mean": mean,
-        "median": _quantile(arr, 0.5),
+        "median": quantile_sorted(arr, 0.5),
         "std": std,
-        "p90": _quantile(arr, 0.9),
+        "p90": quantile_sorted(arr, 0.9),
         "max": float(arr[-1]),
     }
 
 
-def _quantile(sorted_arr: NDArray[np.float64], q: float) -> float:
+def quantile_sorted(sorted_arr: NDArray[np.float64], q: float) -> float:
+    """The ``q`` quantile of sorted values, interpolating linearly between order statistics.
+
+    Args:
+        sorted_arr: The values, sorted ascending; not empty.
+        q: The quantile, in [0, 1].
+    """
     pos = (sorted_arr.size - 1) * q
     lo, hi = math.floor(pos), math.ceil(pos)
     return float(sorted_arr[lo] + (sorted_arr[hi] - sorted_arr[lo]) * (pos - lo))
