@@ -9,13 +9,19 @@
    N in ``--sizes``, each in a fresh process: wall time and peak memory of that step.
 5. Runner: ``faultline run`` against a zero-latency local OpenAI-compatible server in another
    process, at concurrency 64 (``runner_overhead.py``): requests per second while sending.
+6. Scale (``scale.py``): ``faultline score --workers 2`` on 1M and 10M responses, wall time
+   and peak memory of the process tree, and Dask beside the local engine at the largest size
+   with a check that both write the same report. Not in the default run (10M takes about
+   half an hour with the corpus); ``--only scale`` runs it.
 
-Results go to ``bench/out/results.json`` (``results-quick.json`` with ``--quick``) and a
-Markdown table to stdout and ``bench/out/results.md``::
+Results go to ``bench/out/results.json`` (``results-quick.json`` with ``--quick``;
+``results-scale.json`` when the scale step runs alone) and a Markdown table to stdout and
+``bench/out/results.md`` (the same names)::
 
     python bench/run.py                      # the full run (1M responses; 5 to 10 minutes)
     python bench/run.py --quick              # a smoke run on 20,000 responses
     python bench/run.py --sizes 10000,100000 --repeats 3
+    python bench/run.py --only scale [--quick]   # 1M and 10M (quick: 20,000 and 100,000)
     make bench FAULTLINE_BENCH_ARGS="--quick"
 """
 
@@ -36,13 +42,16 @@ sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
 import measure  # noqa: E402
+import scale as scale_mod  # noqa: E402
 import tables  # noqa: E402
 
 ROOT = HERE.parent
 OUT = HERE / "out"
 GOAL_THROUGHPUT = 50_000
 GOAL_SPEEDUP = 100
-STEPS = ("e2e", "baseline", "observability", "runner")
+STEPS = ("e2e", "baseline", "observability", "runner", "scale")
+DEFAULT_STEPS = ("e2e", "baseline", "observability", "runner")
+CORPUS_STEPS = ("e2e", "baseline", "observability")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -58,7 +67,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None, help="end-to-end runs (default 2)")
     parser.add_argument("--sample", type=int, default=None, help="baseline sample (20000)")
     parser.add_argument("--workers", type=int, default=None, help="faultline score --workers")
-    parser.add_argument("--only", default=",".join(STEPS), help=f"steps to run: {STEPS}")
+    parser.add_argument(
+        "--only",
+        default=",".join(DEFAULT_STEPS),
+        help=f"steps to run, of {', '.join(STEPS)} (default: all but scale)",
+    )
+    scale_mod.add_options(parser)
     parser.add_argument(
         "--label", default="", help="what is measured, e.g. a commit, for the table"
     )
@@ -70,6 +84,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.repeats = args.repeats or (1 if args.quick else 2)
     args.sample = min(args.sample or (2000 if args.quick else 20_000), args.sizes[-1])
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(args.only) - set(STEPS))
+    if unknown:
+        parser.error(f"unknown step(s) {', '.join(unknown)}; expected some of {', '.join(STEPS)}")
+    scale_mod.resolve_options(args)
     return args
 
 
@@ -223,9 +241,10 @@ def main(argv: list[str] | None = None) -> None:
         "config": dict(vars(args)),
     }
     start = time.perf_counter()
-    print(f"corpus: {n:,} responses, seed {args.seed} ...", flush=True)
-    corpus = corpus_mod.ensure_corpus(n, args.seed)
-    results["corpus"] = corpus.meta | {"lengths": corpus_mod.describe(corpus.responses)}
+    if any(step in args.only for step in CORPUS_STEPS):
+        print(f"corpus: {n:,} responses, seed {args.seed} ...", flush=True)
+        corpus = corpus_mod.ensure_corpus(n, args.seed)
+        results["corpus"] = corpus.meta | {"lengths": corpus_mod.describe(corpus.responses)}
     if "e2e" in args.only:
         results["end_to_end"] = end_to_end(corpus, n, args)
     if "baseline" in args.only:
@@ -234,10 +253,13 @@ def main(argv: list[str] | None = None) -> None:
         results["observability"] = observability(corpus, n, args)
     if "runner" in args.only:
         results["runner"] = runner(args)
+    if "scale" in args.only:
+        results["scale"] = scale_mod.scale(args, OUT)
     results["speedups"] = speedups(results)
     results["bench_seconds"] = time.perf_counter() - start
     results["machine"]["load_average_end"] = list(os.getloadavg())
-    name = "results-quick" if args.quick else "results"
+    name = "results-scale" if args.only == ["scale"] else "results"  # keep the full run's file
+    name += "-quick" if args.quick else ""
     (OUT / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
     text = tables.render(results)
     (OUT / f"{name}.md").write_text(text)

@@ -1,12 +1,14 @@
 """Where the end-to-end time goes: ``score_files`` on the corpus with each stage timed.
 
 Wraps (in this process only, without touching faultline's code) the stages ``score_files``
-calls: finding the models, reading and scoring the chunks (in the worker pool) while the
-parent merges them, ordering the cases and computing the failure geometry, the run's metrics,
-and writing the report. When the pipeline is reorganised, stages whose functions moved are
-listed as not found and their time lands in "other" (update ``STAGES``). Prints JSON::
+calls: starting the engine, finding the models (a first pass over the input), reading and
+scoring the pieces (in the workers) while the parent merges them, the duplicate check, the
+failure geometry, the run's metrics, writing cases.parquet (above ``cases_inline_max``
+cases) and writing report.json, report.md and report.html. The times are wall times seen by
+the parent. When the pipeline is reorganised, stages whose functions moved are listed as not
+found and their time lands in "other" (update ``STAGES``). Prints JSON::
 
-    python bench/stages.py --n 1000000 [--workers 2]
+    python bench/stages.py --n 1000000 [--workers 2] [--engine dask]
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import measure  # noqa: E402
 import faultline  # noqa: E402
 from faultline import pipeline  # noqa: E402
 from faultline.metrics import aggregate  # noqa: E402
-from faultline.pipeline import assemble  # noqa: E402
+from faultline.pipeline import assemble, engines  # noqa: E402
 
 TIMES: dict[str, float] = {}
 
@@ -50,35 +52,54 @@ def _timed(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _timed_iter(name: str, func: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """Time a function that returns an iterator, from the call until the iterator is spent."""
+
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
         start = time.perf_counter()
         yield from func(*args, **kwargs)
-        TIMES[name] = time.perf_counter() - start
+        TIMES[name] = TIMES.get(name, 0.0) + time.perf_counter() - start
 
     return wrapper
 
 
-# (owner, attribute, stage): the functions score_files calls. A stage whose function has
-# moved is left out and listed in the output's "stages_not_found".
+# (owner, attribute, stage, returns an iterator): the functions score_files calls. A stage
+# whose function has moved is left out and listed in the output's "stages_not_found".
 STAGES = (
-    (pipeline._Pool, "scan_models", "find_models"),
-    (pipeline._Pool, "score", "read_and_score"),
-    (assemble.RunAssembly, "add", "merge_in_parent"),
-    (assemble.RunAssembly, "finish", "order_and_geometry"),
-    (assemble, "geometry_of", "geometry"),
-    (aggregate.MetricsAccumulator, "result", "metrics"),
-    (pipeline, "write_report", "write_report"),
+    (pipeline, "open_engine", "start_engine", False),
+    (engines._Pool, "scan", "find_models", True),
+    (engines._Dask, "scan", "find_models", True),
+    (engines._Pool, "score", "read_and_score", True),
+    (engines._Dask, "score", "read_and_score", True),
+    (assemble.RunAssembly, "add", "merge_in_parent", False),
+    (engines._Pool, "close", "stop_engine", False),
+    (engines._Dask, "close", "stop_engine", False),
+    (assemble.RunAssembly, "check_unique", "duplicate_check", False),
+    (assemble.RunAssembly, "geometry", "geometry", False),
+    (aggregate.MetricsAccumulator, "result", "metrics", False),
+    (assemble.RunAssembly, "write_cases", "write_cases_parquet", False),
+    (pipeline, "write_report", "write_report", False),
+)
+TOP = (
+    "start_engine",
+    "find_models",
+    "read_and_score",
+    "stop_engine",
+    "duplicate_check",
+    "geometry",
+    "metrics",
+    "write_cases_parquet",
+    "write_report",
 )
 
 
 def _wrap_stages() -> list[str]:
     missing = []
-    for module, name, stage in STAGES:
+    for module, name, stage, iterates in STAGES:
         func = getattr(module, name, None)
         if func is None:
             missing.append(f"{getattr(module, '__name__', module)}.{name}")
-        elif inspect.isgeneratorfunction(func):
+        elif iterates or inspect.isgeneratorfunction(func):
             setattr(module, name, _timed_iter(stage, func))
         else:
             setattr(module, name, _timed(stage, func))
@@ -90,6 +111,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--engine", choices=("local", "dask"), default="local")
     args = parser.parse_args()
     corpus = corpus_mod.ensure_corpus(args.n, args.seed)
     missing = _wrap_stages()
@@ -97,12 +119,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         run = pipeline.score_files(
-            corpus.probes, corpus.responses, Path(tmp) / "report", workers=args.workers
+            corpus.probes,
+            corpus.responses,
+            Path(tmp) / "report",
+            workers=args.workers,
+            engine=args.engine,
         )
         total = time.perf_counter() - start
     busy_after, steal_after = measure.cpu_seconds()
-    top = ("find_models", "read_and_score", "order_and_geometry", "metrics", "write_report")
-    other = total - sum(TIMES.get(k, 0.0) for k in top)
+    other = total - sum(TIMES.get(k, 0.0) for k in TOP)
     package = Path(faultline.__file__).parent
     result = {
         "faultline": str(package),
@@ -111,6 +136,7 @@ def main() -> None:
         "machine_busy_cpu_seconds": busy_after - busy,
         "steal_cpu_seconds": steal_after - steal,
         "responses": args.n,
+        "engine": args.engine,
         "workers": getattr(run, "workers", None),
         "total_seconds": total,
         "stages_seconds": TIMES | {"other": other},

@@ -144,8 +144,50 @@ def observability(results: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def _size(value: int) -> str:
+    return f"{value / 2**30:,.2f} GiB" if value >= 2**30 else f"{value / 2**20:,.1f} MiB"
+
+
+def scale(results: dict[str, Any]) -> str:
+    """The scale step: one row per size and engine, then the Dask vs local check."""
+    data = results.get("scale")
+    if not data:
+        return ""
+    rows = [
+        "| responses | engine | wall time | responses/s | peak memory, tree (main process) "
+        "| CPU s, faultline / others | report.json | cases.parquet | time goal | memory goal |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    goal_mib = data["goal_peak_bytes"] / MIB
+    for size in data["sizes"]:
+        for r in size["runs"]:
+            files = r["files_bytes"]
+            rows.append(
+                f"| {r['responses']:,} | {r['engine']}, {r['workers']} workers | "
+                f"{r['seconds']:.1f} s | {r['responses_per_s']:,.0f} | "
+                f"{_mib(r['tree_rss_peak_bytes'])} ({_mib(r['maxrss_bytes'])}) | "
+                f"{r['tree_cpu_seconds']:.0f} / {r['other_cpu_seconds']:.0f} | "
+                f"{_size(files.get('report.json', 0))} | "
+                f"{_size(files['cases.parquet']) if 'cases.parquet' in files else 'none'} | "
+                f"≤ {r['goal_seconds']:,.{0 if r['goal_seconds'] >= 10 else 1}f} s: "
+                f"{_met(r['time_goal_met'])} | "
+                f"≤ {goal_mib:,.0f} MiB: {_met(r['memory_goal_met'])} |"
+            )
+    for check in data["dask_vs_local"]:
+        report, cases = check["report_json"], check["cases_parquet"]
+        rows.append(
+            f"\nDask vs local at {check['responses']:,} responses: report.json "
+            f"{'identical' if report['identical_bytes'] else 'different'} apart from `run.id` and "
+            f"`run.created_at`; cases.parquet "
+            f"{'identical' if cases['identical_bytes'] else 'different'} byte for byte."
+        )
+    return "\n".join(rows) + "\n"
+
+
 def render(results: dict[str, Any]) -> str:
-    parts = ["### Machine\n", machine(results), "\n### Throughput\n", headline(results)]
+    parts = ["### Machine\n", machine(results)]
+    if set(results["config"].get("only", [])) != {"scale"}:
+        parts += ["\n### Throughput\n", headline(results)]
     base = results.get("baseline")
     if base:
         skipped = len(base["naive_skipped"])
@@ -157,6 +199,8 @@ def render(results: dict[str, Any]) -> str:
         )
     if results.get("observability"):
         parts += ["\n### Observability\n", observability(results)]
+    if results.get("scale"):
+        parts += ["\n### Scale\n", scale(results)]
     return "".join(parts)
 
 

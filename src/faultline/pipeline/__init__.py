@@ -270,7 +270,8 @@ def _report(
     if assembly.inline:
         report = Report(run, assembly.inline_cases(pairs, geometry), metrics, observability)
     else:
-        assert out is not None and spill_dir is not None
+        assert out is not None
+        assert spill_dir is not None
         cases_file = assembly.write_cases(
             spill_dir / CASES_FILE,
             pairs,
