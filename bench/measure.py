@@ -5,10 +5,12 @@ largest process in its tree that it waited for (``ru_maxrss`` from ``wait4``; a 
 workers forked by a forkserver are not waited for by the command, so this is in practice the
 main process), the peak of the summed resident sets of the whole tree (sampled from ``/proc``
 every ``interval`` seconds; shared pages count once per process, so it overstates a forked
-pool), the tree's CPU seconds (sampled, so a process shorter than ``interval`` may be
-missed), and the machine's busy CPU seconds over the same interval: what is left over is
-``other_cpu_seconds``, the work of other processes that competed for the cores. On a virtual
-machine, ``steal_cpu_seconds`` is the time the hypervisor gave the cores to someone else.
+pool), the tree's CPU seconds (the larger of ``wait4``'s figure, which includes the
+descendants the command waited for, and the sum of the samples, which may miss a process
+shorter than ``interval``), and the machine's busy CPU seconds over the same interval: what
+is left over is ``other_cpu_seconds``, the work of other processes that competed for the
+cores. On a virtual machine, ``steal_cpu_seconds`` is the time the hypervisor gave the cores
+to someone else.
 """
 
 from __future__ import annotations
@@ -131,8 +133,10 @@ def run_measured(
     finally:
         if log is not None:
             sink.close()  # type: ignore[union-attr]
-    own = sampler.cpu.pop(proc.pid, 0) / TICK
-    tree_cpu = max(own, usage.ru_utime + usage.ru_stime) + sum(sampler.cpu.values()) / TICK
+    # wait4's usage includes the descendants the command itself waited for (Dask's workers,
+    # say) but not those reaped elsewhere (a forkserver's pool); the samples see every live
+    # process. Their larger sum counts each process once.
+    tree_cpu = max(usage.ru_utime + usage.ru_stime, sum(sampler.cpu.values()) / TICK)
     busy1, steal1 = cpu_seconds()
     busy = busy1 - busy0
     return Measured(

@@ -41,7 +41,7 @@ from faultline.report.sampling import StratifiedSampler
 __all__ = ["RunAssembly"]
 
 _FLOAT = msgspec.json.Encoder()
-_ROW_GROUP = 131_072
+_ROW_GROUP = 32_768
 
 
 @dataclass
@@ -181,7 +181,7 @@ class RunAssembly:
         import pyarrow as pa
 
         self._close_spill()
-        with pa.memory_map(str(self._spill_path), "r") as source:
+        with pa.OSFile(str(self._spill_path), "rb") as source:
             reader = pa.ipc.open_file(source)
             return int(reader.get_batch(piece).column("_line")[offset].as_py())
 
@@ -325,7 +325,8 @@ class RunAssembly:
 
         if self._spill_path is None or not self._spill_path.exists():
             return
-        with pa.memory_map(str(self._spill_path), "r") as source:
+        # Plain reads, not a memory map: mapped pages would count in the process's memory.
+        with pa.OSFile(str(self._spill_path), "rb") as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
                 yield reader.get_batch(i)
