@@ -461,6 +461,9 @@ def _exercise(page: Page, report: dict[str, Any]) -> list[str]:
             points.nth(i).evaluate("p => p.scrollIntoView({block: 'center'})")
             box = points.nth(i).bounding_box()
             assert box is not None
+            # Away first, until the last label is gone: a slow machine must not read it twice.
+            page.mouse.move(0, 0)
+            page.wait_for_selector("#scatter .hovertext", state="detached", timeout=5_000)
             page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=2)
             page.wait_for_selector("#scatter .hovertext", timeout=5_000)
             labels += _texts(page, "#scatter .hovertext")
