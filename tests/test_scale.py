@@ -96,6 +96,9 @@ def test_a_split_report_holds_the_cases_metrics_and_geometry_of_the_inline_one(
 
 
 @pytest.mark.slow
+# distributed can leave its HTTP server's socket to the garbage collector at shutdown.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_every_engine_writes_the_same_bytes(
     tmp_path: Path, run_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

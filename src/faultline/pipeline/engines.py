@@ -139,7 +139,9 @@ class _Dask:
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                host="127.0.0.1",  # nothing listens beyond this machine
+                dashboard_address="127.0.0.1:0",  # any free port: never clash with a cluster
+                worker_dashboard_address="127.0.0.1:0",
                 silence_logs=logging.ERROR,
             )
             self._client = Client(self._cluster)
