@@ -304,3 +304,29 @@ def test_compare_and_junit_read_a_split_report_like_an_inline_one(
     result = compare_files(tmp_path / "inline", tmp_path / "split")
     assert result["cases"]["paired"] == 900
     assert result["cases"]["regressions"] == result["cases"]["fixes"] == []
+
+
+def test_the_command_line_scores_a_glob_into_cases_parquet_and_renders_it_again(
+    tmp_path: Path, run_files: tuple[Path, Path], run_cli: Any
+) -> None:
+    probes, responses = run_files
+    parts = tmp_path / "logs"
+    parts.mkdir()
+    lines = responses.read_text(encoding="utf-8").splitlines(keepends=True)
+    (parts / "day1.jsonl.gz").write_bytes(gzip.compress("".join(lines[:450]).encode()))
+    (parts / "day2.jsonl").write_text("".join(lines[450:]), encoding="utf-8")
+    result = run_cli(
+        "score", "-p", str(probes), "-r", f"{parts}/day*", "-o", "out", "--cases-inline-max", "500"
+    )
+    assert result.code == 0, result.stderr
+    assert "cases.parquet" in result.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["schema_version"] == "2"
+    assert report["cases_file"]["rows"] == 900
+    assert report["run"]["target"]["responses"]["files"] == 2
+    again = run_cli("report", "out")
+    assert again.code == 0, again.stderr
+    bad = run_cli("score", "-p", str(probes), "-r", f"{parts}/none*", "-o", "out2")
+    assert bad.code == 2
+    assert "none*" in bad.stderr
+    assert "Traceback" not in bad.stderr
