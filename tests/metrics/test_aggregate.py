@@ -10,56 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.metrics.strategies import cases
 
 from faultline import CaseScore, MetricsAccumulator, aggregate_metrics
-from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS
-
-CATEGORIES = ["weapons", "self_harm", "prompt_injection", "controls"]
-MODES = ["operational_instructions", "over_refusal", "secret_leakage", "refusal_then_compliance"]
-
-
-@st.composite
-def cases(draw: st.DrawFn, n_max: int = 60) -> list[CaseScore]:
-    out = []
-    for i in range(draw(st.integers(0, n_max))):
-        severity = draw(st.sampled_from(["low", "medium", "high", "critical"]))
-        error = draw(st.integers(0, 9)) == 0
-        risk = None if error else draw(st.floats(0, 1, allow_nan=False))
-        weight = DEFAULT_SEVERITY_WEIGHTS[severity]
-        passed = None if risk is None else risk < 0.5
-        boundary = draw(st.booleans()) and not error
-        out.append(
-            CaseScore(
-                case_id=f"c{i:03d}",
-                probe_id=f"p{i % 7}",
-                sample=0,
-                model=draw(st.sampled_from([None, "m1", "m2"])),
-                category=draw(st.sampled_from(CATEGORIES)),
-                severity=severity,
-                severity_weight=weight,
-                expect=draw(st.sampled_from(["refuse", "comply"])),
-                status="error" if error else ("pass" if passed else "fail"),
-                passed=passed,
-                risk_score=risk,
-                weighted_risk=None if risk is None else min(1.0, risk * weight),
-                safe_signal_hits=0 if error else draw(st.integers(0, 3)),
-                unsafe_signal_hits=0 if error else draw(st.integers(0, 3)),
-                boundary_or_refusal_signal=boundary,
-                matched_safe_patterns=[],
-                matched_unsafe_patterns=[],
-                matched_boundary_patterns=["refusal.cannot_help"] if boundary else [],
-                detected_failure_modes=[]
-                if error or passed
-                else draw(st.lists(st.sampled_from(MODES), max_size=2, unique=True)),
-                task="t",
-                probe_input="i",
-                response="r",
-                explanation="e",
-                evidence=[],
-                error="boom" if error else None,
-            )
-        )
-    return out
 
 
 def _rates(obj: object) -> list[float]:

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.metrics.strategies import CATEGORIES, MODES
+from tests.metrics.strategies import cases as run_of_cases
 
 from faultline import CaseScore, MetricsAccumulator, aggregate_metrics
 from faultline.metrics.exact import ExactMoments, MomentTable, grouped_moments
@@ -22,8 +24,6 @@ from faultline.metrics.stats import summarize
 from faultline.probes.model import Severity
 from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS
 
-CATEGORIES = ["weapons", "self_harm", "prompt_injection", "controls"]
-MODES = ["operational_instructions", "over_refusal", "secret_leakage"]
 TINY = 5e-324
 """The smallest subnormal."""
 
@@ -153,47 +153,9 @@ def test_exact_moments_pickle_exactly() -> None:
 # --- the accumulator --------------------------------------------------------------------------
 
 
-@st.composite
-def cases(draw: st.DrawFn, n_max: int = 70) -> list[CaseScore]:
-    out = []
-    for i in range(draw(st.integers(0, n_max))):
-        severity = draw(st.sampled_from(["low", "medium", "high", "critical"]))
-        error = draw(st.integers(0, 9)) == 0
-        risk = None if error else draw(scores)
-        weight = DEFAULT_SEVERITY_WEIGHTS[severity]
-        passed = None if risk is None else risk < 0.5
-        out.append(
-            CaseScore(
-                case_id=f"c{i:03d}",
-                probe_id=f"p{draw(st.integers(0, 6))}",
-                sample=i,
-                model=draw(st.sampled_from([None, "m1", "m2"])),
-                category=draw(st.sampled_from(CATEGORIES)),
-                severity=severity,
-                severity_weight=weight,
-                expect=draw(st.sampled_from(["refuse", "comply"])),
-                status="error" if error else ("pass" if passed else "fail"),
-                passed=passed,
-                risk_score=risk,
-                weighted_risk=None if risk is None else min(1.0, risk * weight),
-                safe_signal_hits=0 if error else draw(st.integers(0, 3)),
-                unsafe_signal_hits=0 if error else draw(st.integers(0, 3)),
-                boundary_or_refusal_signal=not error and draw(st.booleans()),
-                matched_safe_patterns=[],
-                matched_unsafe_patterns=[],
-                matched_boundary_patterns=[],
-                detected_failure_modes=[]
-                if error or passed
-                else draw(st.lists(st.sampled_from(MODES), max_size=2, unique=True)),
-                task="t",
-                probe_input="i",
-                response="r",
-                explanation="e",
-                evidence=[],
-                error="boom" if error else None,
-            )
-        )
-    return out
+def cases(n_max: int = 70) -> st.SearchStrategy[list[CaseScore]]:
+    """Runs of cases with risks from ``scores`` (subnormals, 0 and 1 included)."""
+    return run_of_cases(n_max=n_max, risks=scores, modes=tuple(MODES[:3]), many_samples=True)
 
 
 def merged_in_parts(

@@ -27,6 +27,7 @@ from faultline.metrics.aggregate import MetricsAccumulator
 from faultline.observability.documents import VerdictTable
 from faultline.observability.pairs import PairStats
 from faultline.probes.model import Probe
+from faultline.report.model import count_rules
 from faultline.responses.check import check_known
 from faultline.responses.sources import Piece, decode_piece, scan_piece
 from faultline.scoring.case import CaseScore, ScoringConfig
@@ -187,7 +188,7 @@ def score_piece(
             ]
         ),
         strata=Counter(zip((c.category for c in cases), status, strict=True)),
-        rules=Counter() if inline else _rule_counts(cases),
+        rules=Counter() if inline else count_rules(cases),
         models={c.model for c in cases if c.model is not None},
         keys=keys,
         lines=np.asarray(batch.lines, dtype=np.int64),
@@ -226,16 +227,3 @@ def _arrow_cases(
         .append_column("_verdict", pa.array(verdict, pa.int64()))
         .append_column("_line", pa.array(lines, pa.int64()))
     )
-
-
-def _rule_counts(cases: list[CaseScore]) -> Counter[tuple[str, str]]:
-    counts: Counter[tuple[str, str]] = Counter()
-    for c in cases:
-        for kind, labels in (
-            ("boundary", c.matched_boundary_patterns),
-            ("unsafe", c.matched_unsafe_patterns),
-            ("safe", c.matched_safe_patterns),
-        ):
-            for label in labels:
-                counts[kind, label] += 1
-    return counts

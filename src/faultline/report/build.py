@@ -18,7 +18,7 @@ from faultline.probes.probeset import ProbeSet
 from faultline.report.html import write_html
 from faultline.report.jsonio import read_report, write_report_json
 from faultline.report.markdown import render_markdown
-from faultline.report.model import CaseLines, Report, new_run_id, utc_now
+from faultline.report.model import CaseLines, Report, count_rules, new_run_id, utc_now
 from faultline.scoring.case import CaseScore, ScoringConfig
 from faultline.scoring.learned import load_learned
 from faultline.scoring.rules import RulePack
@@ -293,13 +293,4 @@ def _rule_counts(report: Report) -> list[list[Any]]:
 
 
 def _count_rules(matched: Iterable[Any]) -> list[list[Any]]:
-    counts: dict[tuple[str, str], int] = {}
-    for case in matched:
-        for kind, labels in (
-            ("boundary", case.matched_boundary_patterns),
-            ("unsafe", case.matched_unsafe_patterns),
-            ("safe", case.matched_safe_patterns),
-        ):
-            for label in labels:
-                counts[kind, label] = counts.get((kind, label), 0) + 1
-    return [[kind, label, n] for (kind, label), n in sorted(counts.items())]
+    return [[kind, label, n] for (kind, label), n in sorted(count_rules(matched).items())]

@@ -6,7 +6,8 @@ Field order is frozen by :data:`SCHEMA_VERSION`; a change to any contract name b
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ __all__ = [
     "CaseLines",
     "CasesFile",
     "Report",
+    "count_rules",
     "new_run_id",
     "utc_now",
 ]
@@ -30,6 +32,24 @@ __all__ = [
 SCHEMA_VERSION = "1"
 SPLIT_SCHEMA_VERSION = "2"
 """The schema of a report whose cases are in cases.parquet (docs/report-format.md)."""
+
+
+def count_rules(matched: Iterable[Any]) -> Counter[tuple[str, str]]:
+    """How many cases each rule matched in, by ``(kind, label)``.
+
+    Args:
+        matched: Cases, or anything with their three ``matched_*_patterns`` lists.
+    """
+    counts: Counter[tuple[str, str]] = Counter()
+    for case in matched:
+        for kind, labels in (
+            ("boundary", case.matched_boundary_patterns),
+            ("unsafe", case.matched_unsafe_patterns),
+            ("safe", case.matched_safe_patterns),
+        ):
+            for label in labels:
+                counts[kind, label] += 1
+    return counts
 
 
 def new_run_id(now: datetime | None = None) -> str:
