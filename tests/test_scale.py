@@ -330,3 +330,23 @@ def test_the_command_line_scores_a_glob_into_cases_parquet_and_renders_it_again(
     assert bad.code == 2
     assert "none*" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_sample_numbers_too_large_to_pack_are_still_checked(tmp_path: Path) -> None:
+    probes, _ = _write_run(tmp_path, 10, [None])
+    rows = [{"probe_id": "p001", "response": "a", "sample": 1 << 40}]
+    rows += [{"probe_id": f"p{i:03d}", "response": "b"} for i in range(20)]
+    responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    run = score_files(probes, responses, tmp_path / "out", cases_inline_max=5, piece_bytes=100)
+    assert run.report.aggregate_metrics["counts"]["cases"] == 21
+    rows.append({"probe_id": "p001", "response": "c", "sample": 1 << 40})
+    with pytest.raises(ResponseError) as info:
+        score_files(
+            probes,
+            write_jsonl(tmp_path / "r2.jsonl", rows),
+            tmp_path / "out2",
+            cases_inline_max=5,
+            piece_bytes=100,
+        )
+    assert info.value.line == 22
+    assert "first at line 1" in str(info.value)

@@ -134,7 +134,7 @@ class RunAssembly:
         """Raise when two responses answer the same probe, sample and model."""
         if not self._keys:
             return
-        keys = np.concatenate(self._keys)
+        keys = self._all_keys()
         if keys.ndim == 1:
             unique = np.unique(keys)
             if unique.size == keys.size:
@@ -151,9 +151,15 @@ class RunAssembly:
         first = int(np.flatnonzero(flat == flat[second])[0])
         self._raise_repeat(first, second)
 
+    def _all_keys(self) -> NDArray[np.int64]:
+        """Every case's key: packed, or rows of three when some batch's keys do not pack."""
+        if all(k.ndim == 1 for k in self._keys):
+            return np.concatenate(self._keys)
+        return np.concatenate([np.stack(_columns(k), axis=1) for k in self._keys])
+
     def _raise_repeat(self, first: int, second: int) -> None:
         (first_path, first_line), (path, line) = self._places([first, second])
-        model, probe, sample = _unpack(np.concatenate(self._keys)[second])
+        model, probe, sample = _unpack(self._all_keys()[second])
         name = self.model_names[model] if model < len(self.model_names) else ""
         by = f" by model '{name}'" if name else ""
         where = f"line {first_line}" if first_path == path else f"{first_path}, line {first_line}"
@@ -220,7 +226,7 @@ class RunAssembly:
     def inline_cases(self, pairs: PairStats, geometry: PairGeometry | None) -> CaseLines:
         """The cases in report order, with the geometry's fields attached."""
         assert self._inline is not None
-        keys = np.concatenate(self._keys) if self._keys else np.zeros(0, dtype=np.int64)
+        keys = self._all_keys() if self._keys else np.zeros(0, dtype=np.int64)
         model, probe, sample = _columns(keys)
         order = np.lexsort((sample, probe, model))
         json = [self._inline.json[i] for i in order.tolist()]
@@ -317,7 +323,6 @@ class RunAssembly:
             sha256=digest.hexdigest(),
             worst=[found[w] for w in worst if w in found],
             sample=[item for _, item in chosen],
-            sample_rows=[r for r, _ in chosen],
         )
 
     def _spill_batches(self) -> Any:

@@ -136,7 +136,6 @@ class CasesFile:
         sha256: Its SHA-256.
         worst: The worst cases (``aggregate_metrics.worst_cases``), as full case objects.
         sample: The HTML report's seeded, stratified sample of cases, as case objects.
-        sample_rows: The row of each sampled case in the file.
         rules: How many cases each rule matched in, as ``[kind, label, count]``.
         directory: Where the file is, once written.
     """
@@ -146,7 +145,6 @@ class CasesFile:
     sha256: str
     worst: list[dict[str, Any]]
     sample: list[dict[str, Any]] = field(default_factory=list, repr=False)
-    sample_rows: list[int] = field(default_factory=list, repr=False)
     rules: list[list[Any]] = field(default_factory=list, repr=False)
     directory: Path | None = field(default=None, repr=False)
 
