@@ -5,12 +5,13 @@ largest process in its tree that it waited for (``ru_maxrss`` from ``wait4``; a 
 workers forked by a forkserver are not waited for by the command, so this is in practice the
 main process), the peak of the summed resident sets of the whole tree (sampled from ``/proc``
 every ``interval`` seconds; shared pages count once per process, so it overstates a forked
-pool), the tree's CPU seconds (the larger of ``wait4``'s figure, which includes the
-descendants the command waited for, and the sum of the samples, which may miss a process
-shorter than ``interval``), and the machine's busy CPU seconds over the same interval: what
-is left over is ``other_cpu_seconds``, the work of other processes that competed for the
-cores. On a virtual machine, ``steal_cpu_seconds`` is the time the hypervisor gave the cores
-to someone else.
+pool; the pages of a memory-mapped file that has been read count too), the peak of their
+anonymous parts alone (without file-backed and shared pages), the tree's CPU seconds (the
+larger of ``wait4``'s figure, which includes the descendants the command waited for, and the
+sum of the samples, which may miss a process shorter than ``interval``), and the machine's
+busy CPU seconds over the same interval: what is left over is ``other_cpu_seconds``, the
+work of other processes that competed for the cores. On a virtual machine,
+``steal_cpu_seconds`` is the time the hypervisor gave the cores to someone else.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Measured:
     seconds: float
     maxrss_bytes: int
     tree_rss_peak_bytes: int
+    tree_anon_peak_bytes: int
     tree_cpu_seconds: float
     machine_busy_cpu_seconds: float
     other_cpu_seconds: float
@@ -67,18 +69,24 @@ def _processes() -> dict[int, tuple[int, int]]:
     return table
 
 
-def tree_usage(root: int, cpu: dict[int, int] | None = None) -> int:
-    """The summed resident set of ``root`` and its descendants, in bytes.
+def tree_usage(root: int, cpu: dict[int, int] | None = None) -> tuple[int, int]:
+    """The summed resident sets of ``root`` and its descendants, and their anonymous parts.
+
+    The anonymous part is the resident set less its file-backed and shared pages: the pages
+    of a memory-mapped file that has been read count in the resident set, not in it.
 
     Args:
         root: The process at the top of the tree.
         cpu: Updated with the CPU ticks of every process seen in the tree.
+
+    Returns:
+        Resident and anonymous bytes.
     """
     table = _processes()
     kids: dict[int, list[int]] = {}
     for pid, (ppid, _) in table.items():
         kids.setdefault(ppid, []).append(pid)
-    total, todo = 0, [root]
+    total, private, todo = 0, 0, [root]
     while todo:
         pid = todo.pop()
         todo.extend(kids.get(pid, ()))
@@ -86,10 +94,12 @@ def tree_usage(root: int, cpu: dict[int, int] | None = None) -> int:
             cpu[pid] = max(cpu.get(pid, 0), table[pid][1])
         try:
             with open(f"/proc/{pid}/statm", "rb") as handle:
-                total += int(handle.read().split()[1]) * PAGE
+                fields = handle.read().split()
         except OSError:
             continue
-    return total
+        total += int(fields[1]) * PAGE
+        private += (int(fields[1]) - int(fields[2])) * PAGE
+    return total, private
 
 
 def cpu_seconds() -> tuple[float, float]:
@@ -103,13 +113,15 @@ def cpu_seconds() -> tuple[float, float]:
 class _Sampler(threading.Thread):
     def __init__(self, pid: int, interval: float) -> None:
         super().__init__(daemon=True)
-        self.pid, self.interval, self.peak = pid, interval, 0
+        self.pid, self.interval, self.peak, self.anon_peak = pid, interval, 0, 0
         self.cpu: dict[int, int] = {}
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.is_set():
-            self.peak = max(self.peak, tree_usage(self.pid, self.cpu))
+            resident, anon = tree_usage(self.pid, self.cpu)
+            self.peak = max(self.peak, resident)
+            self.anon_peak = max(self.anon_peak, anon)
             self.done.wait(self.interval)
 
 
@@ -145,6 +157,7 @@ def run_measured(
         seconds=seconds,
         maxrss_bytes=usage.ru_maxrss * 1024,
         tree_rss_peak_bytes=sampler.peak,
+        tree_anon_peak_bytes=sampler.anon_peak,
         tree_cpu_seconds=tree_cpu,
         machine_busy_cpu_seconds=busy,
         other_cpu_seconds=max(0.0, busy - tree_cpu),
