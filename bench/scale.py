@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -110,7 +111,7 @@ def _score(
     corpus: corpus_mod.Corpus, n: int, engine: str, workers: int, out: Path
 ) -> dict[str, Any]:
     """One measured ``faultline score`` run; its outputs stay until the caller deletes them."""
-    out_dir = out / f"scale-n{n}-{engine}"
+    out_dir = out / f"scale-n{n}-{engine}-{os.getpid()}"  # two benchmarks never share one
     shutil.rmtree(out_dir, ignore_errors=True)
     command = _python(
         "-m", "faultline", "score", "--probes", corpus.probes, "--responses", corpus.responses,
