@@ -1,8 +1,9 @@
 """Observability at scale: time and peak memory of ``compute_observability`` on N cases.
 
-Two commands. ``cache`` turns the cases of a ``faultline score`` report.json back into the
-order of the responses file and stores them as length-prefixed msgpack frames, so that the
-first N cases (the cases of the corpus's first N responses) can be read without the rest::
+Two commands. ``cache`` turns the cases of a ``faultline score`` report (report.json, or the
+cases.parquet beside it above ``--cases-inline-max`` cases) back into the order of the
+responses file and stores them as length-prefixed msgpack frames, so that the first N cases
+(the cases of the corpus's first N responses) can be read without the rest::
 
     python bench/observe.py cache --report OUT/report.json --responses R --out CASES
 
@@ -47,7 +48,7 @@ class _Key(msgspec.Struct):
 
 
 class _ReportCases(msgspec.Struct):
-    cases: list[CaseScore]
+    cases: list[CaseScore] | None = None
 
 
 def _line_index(responses: Path) -> dict[tuple[str, int, str | None], int]:
@@ -60,9 +61,20 @@ def _line_index(responses: Path) -> dict[tuple[str, int, str | None], int]:
     return index
 
 
+def report_cases(report: Path) -> list[CaseScore]:
+    """A report's cases: in report.json, or in the cases.parquet beside it (schema 2)."""
+    cases = msgspec.json.decode(report.read_bytes(), type=_ReportCases).cases
+    parquet = report.parent / "cases.parquet"
+    if cases or not parquet.exists():
+        return cases or []
+    from faultline.report.parquet import read_cases
+
+    return [msgspec.convert(case, CaseScore) for case in read_cases(parquet)]
+
+
 def build_cache(report: Path, responses: Path, out: Path) -> int:
     """Store the report's cases in responses-file order; returns how many."""
-    cases = msgspec.json.decode(report.read_bytes(), type=_ReportCases).cases
+    cases = report_cases(report)
     index = _line_index(responses)
     cases.sort(key=lambda c: index[(c.probe_id, c.sample, c.model)])
     encoder = msgspec.msgpack.Encoder()

@@ -11,8 +11,9 @@
    process, at concurrency 64 (``runner_overhead.py``): requests per second while sending.
 6. Scale (``scale.py``): ``faultline score --workers 2`` on 1M and 10M responses, wall time
    and peak memory of the process tree, and Dask beside the local engine at the largest size
-   with a check that both write the same report. Not in the default run (10M takes about
-   half an hour with the corpus); ``--only scale`` runs it.
+   with a check that both write the same report. Not in the default run (about 31 minutes
+   on 2 cores, plus 7 to generate the 10M corpus once, and 9 GB of disk); ``--only scale``
+   runs it.
 
 Results go to ``bench/out/results.json`` (``results-quick.json`` with ``--quick``;
 ``results-scale.json`` when the scale step runs alone) and a Markdown table to stdout and
@@ -108,6 +109,10 @@ def _check(run: measure.Measured, log: Path) -> None:
         raise RuntimeError(f"{' '.join(run.command)} exited {run.returncode}; see {log}")
 
 
+def _size_or_none(path: Path) -> int | None:
+    return path.stat().st_size if path.exists() else None
+
+
 def end_to_end(corpus: corpus_mod.Corpus, n: int, args: argparse.Namespace) -> dict[str, Any]:
     """``faultline score`` on the whole corpus, ``args.repeats`` times."""
     out_dir = OUT / f"e2e-n{n}"
@@ -131,6 +136,7 @@ def end_to_end(corpus: corpus_mod.Corpus, n: int, args: argparse.Namespace) -> d
         "responses": n,
         "corpus_bytes": corpus.responses.stat().st_size,
         "report_json_bytes": (out_dir / "report.json").stat().st_size,
+        "cases_parquet_bytes": _size_or_none(out_dir / "cases.parquet"),
         "runs": runs,
         "best": best,
         "median_seconds": statistics.median(r["seconds"] for r in runs),

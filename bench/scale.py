@@ -15,7 +15,7 @@ A 10M run writes gigabytes, so the step checks the free disk first and deletes i
 once measured. A corpus stays cached in ``bench/out/corpus/`` unless fewer than
 ``KEEP_CORPUS_FREE`` bytes would be left, or ``--scale-drop-corpus`` is given::
 
-    python bench/run.py --only scale                     # 1M and 10M, Dask at 10M
+    python bench/run.py --only scale                     # 1M and 10M, Dask at 10M: 31 min
     python bench/run.py --only scale --quick             # 20,000 and 100,000
     python bench/run.py --only scale --scale-sizes 1000000 --scale-dask 1000000
 """

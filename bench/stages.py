@@ -5,8 +5,9 @@ calls: starting the engine, finding the models (a first pass over the input), re
 scoring the pieces (in the workers) while the parent merges them, the duplicate check, the
 failure geometry, the run's metrics, writing cases.parquet (above ``cases_inline_max``
 cases) and writing report.json, report.md and report.html. The times are wall times seen by
-the parent. When the pipeline is reorganised, stages whose functions moved are listed as not
-found and their time lands in "other" (update ``STAGES``). Prints JSON::
+the parent, with the main process's peak resident set during each stage (its workers are
+not counted). When the pipeline is reorganised, stages whose functions moved are listed as
+not found and their time lands in "other" (update ``STAGES``). Prints JSON::
 
     python bench/stages.py --n 1000000 [--workers 2] [--engine dask]
 """
@@ -37,16 +38,30 @@ from faultline.metrics import aggregate  # noqa: E402
 from faultline.pipeline import assemble, engines  # noqa: E402
 
 TIMES: dict[str, float] = {}
+PEAKS: dict[str, int] = {}
+"""The main process's peak resident set during each top-level stage (``TOP``)."""
+
+
+def _enter(name: str) -> float:
+    if name in TOP:
+        measure.reset_peak_rss()
+    return time.perf_counter()
+
+
+def _leave(name: str, start: float) -> None:
+    TIMES[name] = TIMES.get(name, 0.0) + time.perf_counter() - start
+    if name in TOP:
+        PEAKS[name] = max(PEAKS.get(name, 0), measure.peak_rss_self())
 
 
 def _timed(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
+        start = _enter(name)
         try:
             return func(*args, **kwargs)
         finally:
-            TIMES[name] = TIMES.get(name, 0.0) + time.perf_counter() - start
+            _leave(name, start)
 
     return wrapper
 
@@ -56,9 +71,9 @@ def _timed_iter(name: str, func: Callable[..., Iterator[Any]]) -> Callable[..., 
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        start = time.perf_counter()
+        start = _enter(name)
         yield from func(*args, **kwargs)
-        TIMES[name] = TIMES.get(name, 0.0) + time.perf_counter() - start
+        _leave(name, start)
 
     return wrapper
 
@@ -141,6 +156,7 @@ def main() -> None:
         "total_seconds": total,
         "stages_seconds": TIMES | {"other": other},
         "stages_share": {k: v / total for k, v in (TIMES | {"other": other}).items()},
+        "stages_peak_rss_mib": {k: round(v / 2**20) for k, v in PEAKS.items()},
         "stages_not_found": missing,
     }
     print(json.dumps(result, indent=2))
