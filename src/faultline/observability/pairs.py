@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -111,10 +112,16 @@ class PairStats:
 
     def locate(self, probe: NDArray[np.int64], verdict: NDArray[np.int64]) -> NDArray[np.int64]:
         """The index of each (probe, verdict) in these pairs (every one must be present)."""
+        order, sorted_codes = self._lookup
+        found: NDArray[np.int64] = order[np.searchsorted(sorted_codes, _codes(probe, verdict))]
+        return found
+
+    @cached_property
+    def _lookup(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The pairs' codes sorted, and where each sorted code is: built once per table."""
         codes = self.codes()
         order = np.argsort(codes, kind="stable")
-        found: NDArray[np.int64] = order[np.searchsorted(codes[order], _codes(probe, verdict))]
-        return found
+        return order, codes[order]
 
     def _grouped(self) -> PairStats:
         if self.probe.size == 0:

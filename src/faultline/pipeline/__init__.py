@@ -32,7 +32,7 @@ from faultline.pipeline.engines import open_engine
 from faultline.probes.loader import load_probes
 from faultline.probes.probeset import ProbeSet
 from faultline.report.build import run_metadata, write_report
-from faultline.report.model import Report
+from faultline.report.model import Report, rule_table
 from faultline.responses.loader import CHUNK_BYTES
 from faultline.responses.sources import iter_pieces, resolve_sources, source_bytes
 from faultline.scoring.case import ScoringConfig
@@ -280,7 +280,7 @@ def _report(
             sample_size=MAX_HTML_CASES,
             seed=seed,
         )
-        cases_file.rules = [[k, label, n] for (k, label), n in sorted(assembly.rules.items())]
+        cases_file.rules = rule_table(assembly.rules)
         report = Report(run, [], metrics, observability, cases_file)
     outcome = ScoreRun(report, unanswered=unanswered, workers=workers)
     if out is not None:

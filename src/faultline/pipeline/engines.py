@@ -11,8 +11,8 @@ import logging
 import multiprocessing
 import signal
 from collections import deque
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Protocol
 
 from faultline.errors import UsageError
@@ -105,18 +105,30 @@ class _Pool:
         return self._ordered((batch.score_piece, (i, p, layout)) for i, p in enumerate(pieces))
 
     def _ordered(self, calls: Iterable[tuple[Any, tuple[Any, ...]]]) -> Iterator[Any]:
-        pending: deque[Future[Any]] = deque()
-        for fn, args in calls:
-            pending.append(self._executor.submit(fn, *args))
-            while len(pending) > _IN_FLIGHT_PER_WORKER * self.workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+        return _in_order(lambda fn, args: self._executor.submit(fn, *args), calls, self.workers)
 
     def close(self) -> None:
         # On an error or Ctrl-C, drop the queued pieces and wait for the few in flight, so no
         # worker outlives the run.
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_order(
+    submit: Callable[[Any, tuple[Any, ...]], Any],
+    calls: Iterable[tuple[Any, tuple[Any, ...]]],
+    workers: int,
+) -> Iterator[Any]:
+    """Submit each call and yield the results in call order, a few per worker in flight.
+
+    ``submit`` returns a future (concurrent.futures' or Dask's: both have ``result()``).
+    """
+    pending: deque[Any] = deque()
+    for fn, args in calls:
+        pending.append(submit(fn, args))
+        while len(pending) > _IN_FLIGHT_PER_WORKER * workers:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def _init_worker(context: BatchContext) -> None:
@@ -162,13 +174,9 @@ class _Dask:
         )
 
     def _ordered(self, calls: Iterable[tuple[Any, tuple[Any, ...]]]) -> Iterator[Any]:
-        pending: deque[Any] = deque()
-        for fn, args in calls:
-            pending.append(self._client.submit(fn, *args, pure=False))
-            while len(pending) > _IN_FLIGHT_PER_WORKER * self.workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+        return _in_order(
+            lambda fn, args: self._client.submit(fn, *args, pure=False), calls, self.workers
+        )
 
     def close(self) -> None:
         self._client.close()

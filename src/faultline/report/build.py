@@ -18,7 +18,14 @@ from faultline.probes.probeset import ProbeSet
 from faultline.report.html import write_html
 from faultline.report.jsonio import read_report, write_report_json
 from faultline.report.markdown import render_markdown
-from faultline.report.model import CaseLines, Report, count_rules, new_run_id, utc_now
+from faultline.report.model import (
+    CaseLines,
+    Report,
+    count_rules,
+    new_run_id,
+    rule_table,
+    utc_now,
+)
 from faultline.scoring.case import CaseScore, ScoringConfig
 from faultline.scoring.learned import load_learned
 from faultline.scoring.rules import RulePack
@@ -293,4 +300,4 @@ def _rule_counts(report: Report) -> list[list[Any]]:
 
 
 def _count_rules(matched: Iterable[Any]) -> list[list[Any]]:
-    return [[kind, label, n] for (kind, label), n in sorted(count_rules(matched).items())]
+    return rule_table(count_rules(matched))

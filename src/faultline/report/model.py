@@ -26,6 +26,7 @@ __all__ = [
     "Report",
     "count_rules",
     "new_run_id",
+    "rule_table",
     "utc_now",
 ]
 
@@ -50,6 +51,11 @@ def count_rules(matched: Iterable[Any]) -> Counter[tuple[str, str]]:
             for label in labels:
                 counts[kind, label] += 1
     return counts
+
+
+def rule_table(counts: Mapping[tuple[str, str], int]) -> list[list[Any]]:
+    """Rule counts as ``[kind, label, count]`` rows, by kind and label (report.md's table)."""
+    return [[kind, label, n] for (kind, label), n in sorted(counts.items())]
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -21,6 +21,7 @@ import msgspec
 import pyarrow as pa
 
 from faultline.errors import InputError
+from faultline.report.model import rule_table
 from faultline.report.sampling import StratifiedSampler
 
 __all__ = [
@@ -193,7 +194,7 @@ def rule_counts(path: Path) -> list[list[Any]]:
             if len(flat):
                 for item in pc.value_counts(flat).to_pylist():
                     counts[kind, item["values"]] += item["counts"]
-    return [[kind, label, n] for (kind, label), n in sorted(counts.items())]
+    return rule_table(counts)
 
 
 def read_cases(path: Path, fields: tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
