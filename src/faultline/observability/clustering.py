@@ -4,8 +4,10 @@ The rule (docs/metrics.md): try every k from 2 to ``k_max = min(max_clusters,
 floor(sqrt(n_cases / 2)), distinct points - 1)`` (at least 2); fit KMeans for each on a
 weighted sample of at most ``select_max`` points; keep the k with the highest silhouette on a
 seeded sample of at most ``silhouette_sample`` cases (ties go to the smaller k); fit the
-chosen k on at most ``fit_max`` points and assign every point to its nearest centre.
-Clusters are then renumbered by size, largest first.
+chosen k on at most ``fit_max`` points and assign every point to its nearest centre, a block
+of :data:`ASSIGN_BLOCK` points at a time. Clusters are then renumbered by size, largest first.
+The points are asked for by row (:class:`Points`), so only the samples and one block are ever
+held as a dense matrix.
 """
 
 from __future__ import annotations
@@ -13,11 +15,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ClusterChoice", "choose_and_fit"]
+__all__ = ["ASSIGN_BLOCK", "ClusterChoice", "Points", "choose_and_fit"]
+
+ASSIGN_BLOCK = 1 << 16
+"""Points assigned to their nearest centre at once (a multiple of scikit-learn's 256-row chunks)."""
+
+
+class Points(Protocol):
+    """Points given by row: :class:`faultline.observability.embedding.PairPoints`."""
+
+    def __len__(self) -> int: ...
+
+    def take(self, rows: NDArray[np.int64] | slice) -> NDArray[np.float64]:
+        """The points of ``rows``, one row each."""
+        ...
 
 
 @dataclass
@@ -36,7 +52,7 @@ class ClusterChoice:
 
 
 def choose_and_fit(
-    points: NDArray[np.float64],
+    points: Points,
     weights: Sequence[float] | NDArray[np.float64],
     *,
     seed: int,
@@ -59,10 +75,11 @@ def choose_and_fit(
             of those points.
     """
     w = np.asarray(weights, dtype=np.float64)
-    n_points, n_cases = points.shape[0], int(w.sum())
+    n_points, n_cases = len(points), int(w.sum())
     rng = np.random.default_rng(seed)
     fit_rows = _weighted_rows(rng, w, fit_max)
-    distinct = _distinct_rows(points[fit_rows])
+    fitted = points.take(fit_rows)
+    distinct = _distinct_rows(fitted)
     if distinct < 2:
         return ClusterChoice(np.zeros(n_points, dtype=np.int64), 1)
     k_max = min(max(2, min(max_clusters, math.isqrt(n_cases // 2), distinct - 1)), distinct)
@@ -72,16 +89,24 @@ def choose_and_fit(
         else np.sort(rng.choice(fit_rows, select_max, replace=False))
     )
     sample = rng.choice(n_points, size=min(silhouette_sample, n_cases), replace=True, p=w / w.sum())
+    sampled = points.take(sample)
+    selected = fitted[np.searchsorted(fit_rows, select_rows)]
     best: tuple[float, int] | None = None
     candidates: list[dict[str, float | int | None]] = []
     for k in range(2, k_max + 1):
-        labels = _kmeans(points, w, select_rows, k=k, seed=seed, n_init=2)
-        score = _silhouette(points[sample], labels[sample], seed)
+        model = _kmeans(selected, w[select_rows], k=k, seed=seed, n_init=2)
+        score = _silhouette(sampled, _labels(model.predict(sampled)), seed)
         candidates.append({"k": k, "silhouette": score})
         if score is not None and (best is None or score > best[0]):
             best = (score, k)
     k = 2 if best is None else best[1]
-    labels = _kmeans(points, w, fit_rows, k=k, seed=seed, n_init=4)
+    model = _kmeans(fitted, w[fit_rows], k=k, seed=seed, n_init=4)
+    labels = np.concatenate(
+        [
+            _labels(model.predict(points.take(slice(start, start + ASSIGN_BLOCK))))
+            for start in range(0, n_points, ASSIGN_BLOCK)
+        ]
+    )
     return ClusterChoice(_by_size(labels, w), len(np.unique(labels)), candidates)
 
 
@@ -95,19 +120,16 @@ def _weighted_rows(
 
 
 def _kmeans(
-    points: NDArray[np.float64],
-    w: NDArray[np.float64],
-    rows: NDArray[np.int64],
-    *,
-    k: int,
-    seed: int,
-    n_init: int,
-) -> NDArray[np.int64]:
+    points: NDArray[np.float64], w: NDArray[np.float64], *, k: int, seed: int, n_init: int
+) -> Any:
     from sklearn.cluster import KMeans
 
     model = KMeans(n_clusters=k, n_init=n_init, random_state=seed, max_iter=300)
-    model.fit(points[rows], sample_weight=w[rows])
-    labels: NDArray[np.int64] = model.predict(points).astype(np.int64)
+    return model.fit(points, sample_weight=w)
+
+
+def _labels(predicted: Any) -> NDArray[np.int64]:
+    labels: NDArray[np.int64] = np.asarray(predicted, dtype=np.int64)
     return labels
 
 

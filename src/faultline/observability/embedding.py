@@ -7,7 +7,9 @@ on the distinct pairs with rows scaled by the square root of how many cases shar
 which is exactly the SVD of the full, repeated corpus; above ``fit_max`` distinct pairs it
 is fitted on a seeded sample drawn in proportion to weight. Because a pair's vector is the
 sum of its two blocks, its embedding is the sum of the two blocks' projections: computed
-once per distinct probe and once per distinct verdict, then added per pair.
+once per distinct probe and once per distinct verdict, then added per pair — on demand, a
+block of pairs at a time (:class:`PairPoints`), so millions of pairs never need a dense
+pairs × dimensions matrix.
 
 The class follows scikit-learn's conventions: the constructor stores parameters, fitted
 attributes end in ``_``.
@@ -24,12 +26,52 @@ from numpy.typing import NDArray
 
 from faultline.observability.documents import CaseDocuments
 
-__all__ = ["TOKEN_PATTERN", "CaseEmbedding"]
+__all__ = ["TOKEN_PATTERN", "CaseEmbedding", "PairPoints"]
 
 TOKEN_PATTERN = r"(?u)\b[^\W\d_][\w]+\b"
 """Words of two or more characters that start with a letter (numbers are left out)."""
 
 _HALF = 1.0 / math.sqrt(2.0)
+
+
+class PairPoints:
+    """The L2-normalised embedding of each distinct pair, computed for the rows asked for.
+
+    A pair's point is the sum of its probe's and its verdict's projections, scaled by
+    1/√2 and normalised: row by row, so any block of rows is the same, bit for bit, as
+    those rows of the whole matrix.
+
+    Args:
+        probe_part: Each probe document's projection.
+        verdict_part: Each verdict document's projection.
+        pair_probe: Each pair's probe document.
+        pair_verdict: Each pair's verdict document.
+    """
+
+    def __init__(
+        self,
+        probe_part: NDArray[np.float64],
+        verdict_part: NDArray[np.float64],
+        pair_probe: NDArray[np.int64],
+        pair_verdict: NDArray[np.int64],
+    ) -> None:
+        self._probe = probe_part
+        self._verdict = verdict_part
+        self._pair_probe = pair_probe
+        self._pair_verdict = pair_verdict
+
+    def __len__(self) -> int:
+        return int(self._pair_probe.size)
+
+    @property
+    def dimensions(self) -> int:
+        """The embedding's dimension."""
+        return int(self._probe.shape[1])
+
+    def take(self, rows: NDArray[np.int64] | slice) -> NDArray[np.float64]:
+        """The points of ``rows`` (indices or a slice), one row each."""
+        summed = self._probe[self._pair_probe[rows]] + self._verdict[self._pair_verdict[rows]]
+        return _l2_dense(summed * _HALF)
 
 
 class CaseEmbedding:
@@ -60,12 +102,13 @@ class CaseEmbedding:
         self.max_features = max_features
         self.seed = seed
 
-    def fit_transform(self, docs: CaseDocuments) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def fit_transform(self, docs: CaseDocuments) -> tuple[PairPoints, NDArray[np.float64]]:
         """Embed every distinct pair.
 
         Returns:
-            ``(embedding, projection)``: the L2-normalised embedding used for clustering, and
-            the separate 2-D projection for display, one row per pair.
+            ``(points, projection)``: the L2-normalised embedding used for clustering (rows
+            computed when asked for), and the separate 2-D projection for display, one row
+            per pair.
         """
         w = docs.pair_weight
         probe_w = docs.weights_of(docs.pair_probe, len(docs.probe_texts))
@@ -81,7 +124,13 @@ class CaseEmbedding:
         )
         components = self._svd(fit_matrix, self.n_components)
         self.n_components_ = int(components.shape[0])
-        embedding = _l2_dense(self._project(docs, components))
+        split = self.n_probe_terms_
+        embedding = PairPoints(
+            np.asarray(self.probe_tfidf_ @ components[:, :split].T),
+            np.asarray(self.verdict_tfidf_ @ components[:, split:].T),
+            docs.pair_probe,
+            docs.pair_verdict,
+        )
         plane = self._svd(fit_matrix, 2)
         projection = self._project(docs, plane)
         if projection.shape[1] < 2:

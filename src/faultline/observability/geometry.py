@@ -224,17 +224,18 @@ def geometry_of(
     pair_cluster = choice.labels
     # Category and severity belong to the probe, pass/fail to the verdict: each is constant
     # over a pair, so the contingency tables are built over pairs, weighted by their cases.
-    labels: dict[str, list[object]] = {
-        "category": columns.category.tolist(),
-        "severity": columns.severity.tolist(),
-        "pass_fail": columns.passed.tolist(),
+    weight = docs.pair_weight.astype(np.int64)
+    mi = {
+        name: mutual_information(*_contingency(pair_cluster, labels, weight))
+        for name, labels in (
+            ("category", columns.category),
+            ("severity", columns.severity),
+            ("pass_fail", columns.passed),
+        )
     }
-    weights = docs.pair_weight.astype(np.int64).tolist()
-    clusters = pair_cluster.tolist()
-    mi = {name: mutual_information(clusters, lab, weights) for name, lab in labels.items()}
     summary = {
         "min_cases": min_cases,
-        "n_cases": int(sum(weights)),
+        "n_cases": int(weight.sum()),
         "seed": seed,
         "embedding": {
             **model.describe(),
@@ -312,13 +313,14 @@ def _summaries(
 ) -> list[dict[str, Any]]:
     out = []
     weight = docs.pair_weight.astype(np.int64)
+    category, category_names = _codes(columns.category)
+    severity, severity_names = _codes(columns.severity)
     for cid in range(int(pair_cluster.max()) + 1):
         mask = pair_cluster == cid
         size = int(weight[mask].sum())
         if not size:
             continue
-        w = weight[mask].tolist()
-        cats = _weighted_counts(columns.category[mask].tolist(), w)
+        cats = _weighted_counts(category[mask], weight[mask], category_names)
         failed = int(weight[mask][~columns.passed[mask]].sum())
         asked, happened = model.centroid_terms(docs, np.flatnonzero(mask), TOP_TERMS)
         out.append(
@@ -332,7 +334,7 @@ def _summaries(
                 "top_verdict_terms": happened,
                 "dominant_category": _dominant(cats),
                 "dominant_severity": _dominant(
-                    _weighted_counts(columns.severity[mask].tolist(), w)
+                    _weighted_counts(severity[mask], weight[mask], severity_names)
                 ),
                 "categories": dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))[:5]),
             }
@@ -340,11 +342,38 @@ def _summaries(
     return out
 
 
-def _weighted_counts(labels: list[Any], weights: list[int]) -> Counter[Any]:
-    counts: Counter[Any] = Counter()
-    for label, w in zip(labels, weights, strict=True):
-        counts[label] += w
-    return counts
+def _codes(values: NDArray[Any]) -> tuple[NDArray[np.int64], list[Any]]:
+    """Each value as the index of its first appearance, and the distinct values in that order."""
+    index: dict[Any, int] = {}
+    codes = np.fromiter(
+        (index.setdefault(v, len(index)) for v in values.tolist()),
+        dtype=np.int64,
+        count=len(values),
+    )
+    return codes, list(index)
+
+
+def _weighted_counts(
+    codes: NDArray[np.int64], weights: NDArray[np.int64], names: list[Any]
+) -> Counter[Any]:
+    """How many cases carry each label, given each pair's label code and case count."""
+    totals = np.bincount(codes, weights=weights, minlength=len(names)).astype(np.int64)
+    return Counter({names[i]: int(n) for i, n in enumerate(totals.tolist()) if n})
+
+
+def _contingency(
+    cluster: NDArray[np.int64], labels: NDArray[Any], weights: NDArray[np.int64]
+) -> tuple[list[int], list[Any], list[int]]:
+    """The non-empty cells of the cluster × label table: cluster, label and case count each."""
+    codes, names = _codes(labels)
+    cell = cluster * len(names) + codes
+    totals = np.bincount(cell, weights=weights).astype(np.int64)
+    filled = np.flatnonzero(totals)
+    return (
+        (filled // len(names)).tolist(),
+        [names[i] for i in (filled % len(names)).tolist()],
+        totals[filled].tolist(),
+    )
 
 
 def _interleave(first: list[str], second: list[str], top: int) -> list[str]:

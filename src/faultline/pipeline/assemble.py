@@ -8,15 +8,13 @@ exactly. The cases then go one of two ways:
   columns, and the geometry's fields are spliced into each line: the same bytes
   ``build_report`` writes for the same cases.
 - **cases.parquet** (above it): each batch's Arrow table is appended to a spill file as it
-  arrives, so the parent holds 24 bytes a case (the duplicate check's key) and not the case.
-  Once the geometry is known, the spill is read back a batch at a time, each case gets its
-  cluster and point, and cases.parquet is written in input order. The worst cases and the
-  HTML sample are picked up on the way.
+  arrives, so the parent holds 24 bytes a case (the duplicate check's key and the exact
+  quantiles' values) and not the case. Once the geometry is known, cases.parquet is written
+  from the spill (:mod:`faultline.pipeline.spill`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,15 +31,14 @@ from faultline.observability.documents import VerdictTable, probe_document
 from faultline.observability.geometry import PairGeometry, pair_geometry
 from faultline.observability.pairs import PairStats
 from faultline.pipeline.batch import BatchResult
+from faultline.pipeline.spill import Spill, write_cases
 from faultline.probes.probeset import ProbeSet
 from faultline.report.model import CaseLines, CasesFile
-from faultline.report.parquet import CASES_FILE
 from faultline.report.sampling import StratifiedSampler
 
 __all__ = ["RunAssembly"]
 
 _FLOAT = msgspec.json.Encoder()
-_ROW_GROUP = 32_768
 
 
 @dataclass
@@ -82,9 +79,7 @@ class RunAssembly:
         self._lines: list[NDArray[np.int64]] = []
         self._paths: list[Path] = []
         self._inline = _Inline() if spill is None else None
-        self._spill_path = spill
-        self._spill: Any = None
-        self._mappings: list[NDArray[np.int64]] = []
+        self._spill = None if spill is None else Spill(spill)
 
     @property
     def inline(self) -> bool:
@@ -112,7 +107,8 @@ class RunAssembly:
             self._inline.json.extend(result.json)
             self._inline.case_ids.extend(result.case_ids)
         else:
-            self._write_spill(result.table, mapping)
+            assert self._spill is not None
+            self._spill.append(result.table, mapping)
         if len(self._pairs) >= 64:  # keep the pair list short on long inputs
             self._pairs = [PairStats.merged(self._pairs)]
 
@@ -136,10 +132,10 @@ class RunAssembly:
             return
         keys = self._all_keys()
         if keys.ndim == 1:
-            unique = np.unique(keys)
-            if unique.size == keys.size:
+            keys.sort()  # in place: a fresh copy, sorted without another one
+            if not np.any(keys[1:] == keys[:-1]):
                 return
-            flat = keys
+            flat = self._all_keys()
         else:
             if np.unique(keys, axis=0).shape[0] == keys.shape[0]:
                 return
@@ -184,12 +180,8 @@ class RunAssembly:
     def _line_of(self, piece: int, offset: int) -> int:
         if self._inline is not None:
             return int(self._lines[piece][offset])
-        import pyarrow as pa
-
-        self._close_spill()
-        with pa.OSFile(str(self._spill_path), "rb") as source:
-            reader = pa.ipc.open_file(source)
-            return int(reader.get_batch(piece).column("_line")[offset].as_py())
+        assert self._spill is not None
+        return self._spill.line(piece, offset)
 
     # ------------------------------------------------------------------------ geometry
 
@@ -240,30 +232,6 @@ class RunAssembly:
 
     # ---------------------------------------------------------------------- cases.parquet
 
-    def _write_spill(self, table: Any, mapping: NDArray[np.int64]) -> None:
-        import pyarrow as pa
-
-        verdict = table.column("_verdict").to_numpy()
-        remapped = np.where(
-            verdict >= 0, mapping[np.maximum(verdict, 0)] if mapping.size else -1, -1
-        )
-        table = table.set_column(
-            table.schema.get_field_index("_verdict"), "_verdict", pa.array(remapped, pa.int64())
-        )
-        if self._spill is None:
-            assert self._spill_path is not None
-            self._spill = pa.ipc.new_file(
-                str(self._spill_path),
-                table.schema,
-                options=pa.ipc.IpcWriteOptions(compression="lz4"),
-            )
-        self._spill.write_batch(table.combine_chunks().to_batches(max_chunksize=1 << 40)[0])
-
-    def _close_spill(self) -> None:
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
-
     def write_cases(
         self,
         path: Path,
@@ -274,94 +242,10 @@ class RunAssembly:
         sample_size: int,
         seed: int,
     ) -> CasesFile:
-        """Write cases.parquet from the spill, in input order, with the geometry's columns.
-
-        Args:
-            path: Where to write it.
-            pairs: The run's pairs (:meth:`geometry`).
-            geometry: Their geometry, if any.
-            worst: The ids of the worst cases, whose full objects report.json holds.
-            sample_size: How many cases the HTML sample holds.
-            seed: Seeds the sample.
-
-        Returns:
-            What report.json says of the file, with the worst cases and the HTML sample.
-        """
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        from faultline.report.parquet import CASE_SCHEMA, case_of_row, offer_batch
-
-        self._close_spill()
+        """Write cases.parquet from the spill (:func:`faultline.pipeline.spill.write_cases`)."""
+        assert self._spill is not None
         sampler = StratifiedSampler(self.strata, sample_size, seed)
-        found: dict[str, dict[str, Any]] = {}
-        wanted = pa.array(sorted(worst), pa.string())
-        row = 0
-        with pq.ParquetWriter(
-            str(path), CASE_SCHEMA, compression="zstd", write_statistics=False
-        ) as writer:
-            for batch in self._spill_batches():
-                cluster, xs, ys = _geometry_columns(batch, pairs, geometry)
-                out = pa.RecordBatch.from_arrays(
-                    [batch.column(name) for name in CASE_SCHEMA.names[:-3]] + [cluster, xs, ys],
-                    schema=CASE_SCHEMA,
-                )
-                writer.write_batch(out, row_group_size=_ROW_GROUP)
-                offer_batch(sampler, out, row)
-                for r in out.filter(pc.is_in(out.column("case_id"), value_set=wanted)).to_pylist():
-                    found[r["case_id"]] = case_of_row(r)
-                row += batch.num_rows
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-        chosen = sampler.chosen()
-        return CasesFile(
-            name=CASES_FILE,
-            rows=row,
-            sha256=digest.hexdigest(),
-            worst=[found[w] for w in worst if w in found],
-            sample=[item for _, item in chosen],
-        )
-
-    def _spill_batches(self) -> Any:
-        import pyarrow as pa
-
-        if self._spill_path is None or not self._spill_path.exists():
-            return
-        # Plain reads, not a memory map: mapped pages would count in the process's memory.
-        with pa.OSFile(str(self._spill_path), "rb") as source:
-            reader = pa.ipc.open_file(source)
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i)
-
-    def discard(self) -> None:
-        """Remove the spill file."""
-        self._close_spill()
-        if self._spill_path is not None:
-            self._spill_path.unlink(missing_ok=True)
-
-
-def _geometry_columns(batch: Any, pairs: PairStats, geometry: PairGeometry | None) -> list[Any]:
-    import pyarrow as pa
-
-    n = batch.num_rows
-    if geometry is None:
-        return [pa.nulls(n, pa.int64()), pa.nulls(n, pa.float64()), pa.nulls(n, pa.float64())]
-    verdict = batch.column("_verdict").to_numpy()
-    scored = verdict >= 0
-    at = pairs.locate(batch.column("_probe").to_numpy()[scored], verdict[scored])
-    mask = ~scored
-    cluster = np.zeros(n, dtype=np.int64)
-    xs = np.zeros(n, dtype=np.float64)
-    ys = np.zeros(n, dtype=np.float64)
-    cluster[scored], xs[scored], ys[scored] = geometry.cluster[at], geometry.x[at], geometry.y[at]
-    return [
-        pa.array(cluster, pa.int64(), mask=mask),
-        pa.array(xs, pa.float64(), mask=mask),
-        pa.array(ys, pa.float64(), mask=mask),
-    ]
+        return write_cases(self._spill, path, pairs, geometry, worst=worst, sampler=sampler)
 
 
 _PROBE_BITS, _SAMPLE_BITS, _MODEL_BITS = 21, 31, 11

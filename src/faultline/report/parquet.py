@@ -168,14 +168,30 @@ def offer_batch(sampler: StratifiedSampler, batch: pa.RecordBatch, first_row: in
     import numpy as np
 
     rows = np.arange(first_row, first_row + batch.num_rows, dtype=np.int64)
-    strata = zip(
-        batch.column("category").to_pylist(), batch.column("status").to_pylist(), strict=True
-    )
-    codes = sampler.codes(list(strata))
+    codes = _stratum_codes(sampler, batch)
     wanted = np.flatnonzero(sampler.wants(rows, codes))
     if wanted.size:
         chosen = batch.take(pa.array(wanted)).to_pylist()
         sampler.offer(rows[wanted], codes[wanted], [case_of_row(r) for r in chosen])
+
+
+def _stratum_codes(sampler: StratifiedSampler, batch: pa.RecordBatch) -> Any:
+    """Each row's stratum code (-1 for a stratum the sampler does not have), without a row loop."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    categories = sorted({c for c, _ in sampler.strata})
+    statuses = sorted({s for _, s in sampler.strata})
+    # One extra row and column of -1: index -1 (a value not in the run) lands there.
+    table = np.full((len(categories) + 1, len(statuses) + 1), -1, dtype=np.int64)
+    for (category, status), code in sampler.code.items():
+        table[categories.index(category), statuses.index(status)] = code
+
+    def index(column: str, values: list[str]) -> Any:
+        found = pc.index_in(batch.column(column), value_set=pa.array(values, pa.string()))
+        return found.fill_null(-1).to_numpy(zero_copy_only=False)
+
+    return table[index("category", categories), index("status", statuses)]
 
 
 def rule_counts(path: Path) -> list[list[Any]]:
