@@ -25,6 +25,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from faultline._util.memory import release_free_memory
 from faultline.errors import ResponseError
 from faultline.metrics.aggregate import MetricsAccumulator
 from faultline.observability.documents import VerdictTable, probe_document
@@ -39,6 +40,8 @@ from faultline.report.sampling import StratifiedSampler
 __all__ = ["RunAssembly"]
 
 _FLOAT = msgspec.json.Encoder()
+_TRIM_EVERY = 16
+"""Pieces between two returns of freed memory to the system (a few milliseconds each)."""
 
 
 @dataclass
@@ -111,6 +114,8 @@ class RunAssembly:
             self._spill.append(result.table, mapping)
         if len(self._pairs) >= 64:  # keep the pair list short on long inputs
             self._pairs = [PairStats.merged(self._pairs)]
+        if len(self._keys) % _TRIM_EVERY == 0:
+            release_free_memory()  # results and merges freed, but held by the heap
 
     @property
     def n_cases(self) -> int:
@@ -244,6 +249,7 @@ class RunAssembly:
     ) -> CasesFile:
         """Write cases.parquet from the spill (:func:`faultline.pipeline.spill.write_cases`)."""
         assert self._spill is not None
+        release_free_memory()  # what the duplicate check and the geometry freed
         sampler = StratifiedSampler(self.strata, sample_size, seed)
         return write_cases(self._spill, path, pairs, geometry, worst=worst, sampler=sampler)
 
