@@ -101,3 +101,33 @@ def test_weighted_mutual_information_equals_the_expanded_one(
     assert mi == pytest.approx(mutual_info_score(a, b), abs=1e-9)
     assert nmi == pytest.approx(normalized_mutual_info_score(a, b), abs=1e-9)
     assert 0 <= nmi <= 1
+
+
+@given(
+    st.integers(1, 6),
+    st.integers(1, 9),
+    st.integers(1, 300),
+    st.integers(1, 64),
+    st.integers(0, 2**32 - 1),
+)
+def test_pair_points_are_the_same_bits_in_any_block(
+    n_probes: int, n_verdicts: int, n_pairs: int, block: int, seed: int
+) -> None:
+    import numpy as np
+
+    from faultline.observability.embedding import PairPoints
+
+    rng = np.random.default_rng(seed)
+    probe_part = rng.normal(size=(n_probes, 8))
+    verdict_part = rng.normal(size=(n_verdicts, 8))
+    verdict_part[0] = -probe_part[0]  # a pair whose point is zero stays zero
+    pair_probe = rng.integers(0, n_probes, n_pairs)
+    pair_verdict = rng.integers(0, n_verdicts, n_pairs)
+    points = PairPoints(probe_part, verdict_part, pair_probe, pair_verdict)
+    whole = points.take(np.arange(n_pairs))
+    blocks = np.concatenate([points.take(slice(i, i + block)) for i in range(0, n_pairs, block)])
+    assert blocks.tobytes() == whole.tobytes()
+    rows = rng.integers(0, n_pairs, 17)
+    assert points.take(rows).tobytes() == whole[rows].tobytes()
+    norms = np.linalg.norm(whole, axis=1)
+    assert np.all((np.abs(norms - 1) < 1e-12) | (norms == 0))
