@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +126,56 @@ def test_every_engine_writes_the_same_bytes(
                 name,
                 file,
             )
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_a_separate_dask_scheduler_gives_the_local_bytes(
+    tmp_path: Path, run_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--scheduler ADDRESS``: a scheduler and two workers in processes of their own."""
+    probes, responses = run_files
+    monkeypatch.setattr(faultline.pipeline, "PARALLEL_MIN_BYTES", 0)
+    address_file = tmp_path / "scheduler.json"
+    common = ["--host", "127.0.0.1", "--no-dashboard", "--scheduler-file", str(address_file)]
+    cluster = [
+        subprocess.Popen(
+            [sys.executable, "-m", "dask", *command, *common],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for command in (
+            ["scheduler", "--port", "0"],
+            ["worker", "--nworkers", "2", "--nthreads", "1"],
+        )
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() or not address_file.read_text(encoding="utf-8"):
+            assert time.monotonic() < deadline, "the scheduler never wrote its address"
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text(encoding="utf-8"))["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        options: dict[str, Any] = dict(cases_inline_max=100, piece_bytes=20_000)
+        _run(probes, responses, tmp_path / "cluster", engine="dask", scheduler=address, **options)
+        _run(probes, responses, tmp_path / "here", workers=1, **options)
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:  # the run's tasks went through it
+            ran = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+        assert ran > 0
+    finally:
+        for process in cluster:
+            os.killpg(process.pid, signal.SIGTERM)
+        for process in cluster:
+            process.wait(timeout=30)
+    for file in ("report.json", "cases.parquet", "report.md", "report.html"):
+        assert (tmp_path / "cluster" / file).read_bytes() == (
+            tmp_path / "here" / file
+        ).read_bytes(), file
 
 
 def _as_parquet(source: Path, target: Path, group: int) -> Path:
