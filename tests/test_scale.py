@@ -100,10 +100,24 @@ def test_a_split_report_holds_the_cases_metrics_and_geometry_of_the_inline_one(
     ]
 
 
-@pytest.mark.slow
-# distributed can leave its HTTP server's socket to the garbage collector at shutdown.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def _dask(test: Any) -> Any:
+    """Marks a Dask test: slow, and quiet about the socket distributed can leave to the garbage
+    collector at shutdown."""
+    for mark in (
+        pytest.mark.filterwarnings("ignore::ResourceWarning"),
+        pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+        pytest.mark.slow,
+    ):
+        test = mark(test)
+    return test
+
+
+def _assert_same_files(out: Path, expected: Path) -> None:
+    for file in ("report.json", "cases.parquet", "report.md", "report.html"):
+        assert (out / file).read_bytes() == (expected / file).read_bytes(), (out.name, file)
+
+
+@_dask
 def test_every_engine_writes_the_same_bytes(
     tmp_path: Path, run_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,18 +133,10 @@ def test_every_engine_writes_the_same_bytes(
             probes, responses, tmp_path / name, cases_inline_max=100, piece_bytes=20_000, **options
         )
     for name in ("pool", "dask"):
-        for file in ("report.json", "cases.parquet", "report.md", "report.html"):
-            assert (tmp_path / name / file).read_bytes() == (
-                tmp_path / "here" / file
-            ).read_bytes(), (
-                name,
-                file,
-            )
+        _assert_same_files(tmp_path / name, tmp_path / "here")
 
 
-@pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@_dask
 def test_a_separate_dask_scheduler_gives_the_local_bytes(
     tmp_path: Path, run_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,10 +178,7 @@ def test_a_separate_dask_scheduler_gives_the_local_bytes(
             os.killpg(process.pid, signal.SIGTERM)
         for process in cluster:
             process.wait(timeout=30)
-    for file in ("report.json", "cases.parquet", "report.md", "report.html"):
-        assert (tmp_path / "cluster" / file).read_bytes() == (
-            tmp_path / "here" / file
-        ).read_bytes(), file
+    _assert_same_files(tmp_path / "cluster", tmp_path / "here")
 
 
 def _as_parquet(source: Path, target: Path, group: int) -> Path:
