@@ -6,10 +6,11 @@ with the number of hits, not the number of rules. RE2 runs in time linear in the
 every pattern, so no rule (ours or a user's) can hang a run.
 
 The patterns go into sets of at most :data:`SET_PATTERNS`, in pack order. One set of every
-pattern would be a single pass, but its automaton is the product of all of them: the default
-pack's 119 patterns in one set took 100–140 µs per 500-character response, against 25–30 µs
-for eight sets of 16 (docs/design/0002-one-re2-set.md), because the combined automaton's
-states no longer fit in the CPU's caches. Which set a pattern is in changes nothing but speed.
+pattern would be a single pass, but its automaton is the product of all of them: with both
+cores busy, the default pack's 119 patterns in one set took 100–140 µs per 500-character
+response, against 25–30 µs for eight sets of 16, because the combined automaton's states no
+longer fit in the caches (on an idle core the gap is small; docs/design/0002-one-re2-set.md).
+Which set a pattern is in changes nothing but speed.
 
 Scopes: a ``sentence`` rule's patterns get a prefix that only matches at the start of the
 text, of a line, of a sentence or of a contrasting clause (", but ..."); the evidence span
