@@ -148,8 +148,6 @@ def score_files(
     paths = resolve_sources(responses)
     size = source_bytes(paths)
     n_workers = _worker_count(workers, size, engine)
-    # scikit-learn and SciPy take seconds to import: load them while the responses are scored.
-    threading.Thread(target=load_numeric_libraries, name="faultline-imports", daemon=True).start()
     digest = hashlib.sha256()
     context = BatchContext(probe_set.by_id, probe_set.name, pack, config)
     spill_dir = None
@@ -163,6 +161,13 @@ def score_files(
                 records += found[1]
         names = sorted({m or "" for m in models})
         inline = out is None or records <= cases_inline_max
+        if inline:
+            # scikit-learn and SciPy take 1.5 s to import: load them while the responses are
+            # scored. A run large enough for cases.parquet loads them for the geometry
+            # instead, so the parent's 93 MiB of them do not add to the workers' peak.
+            threading.Thread(
+                target=load_numeric_libraries, name="faultline-imports", daemon=True
+            ).start()
         if not inline:
             Path(out).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
             spill_dir = Path(tempfile.mkdtemp(prefix=".faultline-", dir=out))
