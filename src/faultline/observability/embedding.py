@@ -63,11 +63,6 @@ class PairPoints:
     def __len__(self) -> int:
         return int(self._pair_probe.size)
 
-    @property
-    def dimensions(self) -> int:
-        """The embedding's dimension."""
-        return int(self._probe.shape[1])
-
     def take(self, rows: NDArray[np.int64] | slice) -> NDArray[np.float64]:
         """The points of ``rows`` (indices or a slice), one row each."""
         summed = self._probe[self._pair_probe[rows]] + self._verdict[self._pair_verdict[rows]]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from faultline.metrics._batch import Codes
 from faultline.observability.clustering import choose_and_fit
 from faultline.observability.documents import (
     CaseDocuments,
@@ -225,12 +226,13 @@ def geometry_of(
     # Category and severity belong to the probe, pass/fail to the verdict: each is constant
     # over a pair, so the contingency tables are built over pairs, weighted by their cases.
     weight = docs.pair_weight.astype(np.int64)
+    category, severity = _label_codes(columns.category), _label_codes(columns.severity)
     mi = {
-        name: mutual_information(*_contingency(pair_cluster, labels, weight))
-        for name, labels in (
-            ("category", columns.category),
-            ("severity", columns.severity),
-            ("pass_fail", columns.passed),
+        name: mutual_information(*_contingency(pair_cluster, codes, weight))
+        for name, codes in (
+            ("category", category.codes),
+            ("severity", severity.codes),
+            ("pass_fail", columns.passed.astype(np.int64)),
         )
     }
     summary = {
@@ -251,7 +253,14 @@ def geometry_of(
         "n_clusters": choice.k,
         "mutual_information": {k: v[0] for k, v in mi.items()},
         "normalized_mutual_information": {k: v[1] for k, v in mi.items()},
-        "clusters": _summaries(columns, pair_cluster=pair_cluster, docs=docs, model=model),
+        "clusters": _summaries(
+            columns,
+            pair_cluster=pair_cluster,
+            docs=docs,
+            model=model,
+            category=category,
+            severity=severity,
+        ),
     }
     return PairGeometry(summary, pair_cluster, projection[:, 0].copy(), projection[:, 1].copy())
 
@@ -310,17 +319,17 @@ def _summaries(
     pair_cluster: NDArray[np.int64],
     docs: CaseDocuments,
     model: CaseEmbedding,
+    category: _LabelCodes,
+    severity: _LabelCodes,
 ) -> list[dict[str, Any]]:
     out = []
     weight = docs.pair_weight.astype(np.int64)
-    category, category_names = _codes(columns.category)
-    severity, severity_names = _codes(columns.severity)
     for cid in range(int(pair_cluster.max()) + 1):
         mask = pair_cluster == cid
         size = int(weight[mask].sum())
         if not size:
             continue
-        cats = _weighted_counts(category[mask], weight[mask], category_names)
+        cats = category.counts(mask, weight)
         failed = int(weight[mask][~columns.passed[mask]].sum())
         asked, happened = model.centroid_terms(docs, np.flatnonzero(mask), TOP_TERMS)
         out.append(
@@ -333,47 +342,41 @@ def _summaries(
                 "top_probe_terms": asked,
                 "top_verdict_terms": happened,
                 "dominant_category": _dominant(cats),
-                "dominant_severity": _dominant(
-                    _weighted_counts(severity[mask], weight[mask], severity_names)
-                ),
+                "dominant_severity": _dominant(severity.counts(mask, weight)),
                 "categories": dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))[:5]),
             }
         )
     return out
 
 
-def _codes(values: NDArray[Any]) -> tuple[NDArray[np.int64], list[Any]]:
-    """Each value as the index of its first appearance, and the distinct values in that order."""
-    index: dict[Any, int] = {}
-    codes = np.fromiter(
-        (index.setdefault(v, len(index)) for v in values.tolist()),
-        dtype=np.int64,
-        count=len(values),
-    )
-    return codes, list(index)
+@dataclass(frozen=True)
+class _LabelCodes:
+    """Each pair's label as a code, and the labels in code order."""
+
+    codes: NDArray[np.int64]
+    labels: list[str]
+
+    def counts(self, mask: NDArray[np.bool_], weights: NDArray[np.int64]) -> Counter[str]:
+        """How many cases of the masked pairs carry each label."""
+        totals = np.bincount(self.codes[mask], weights=weights[mask], minlength=len(self.labels))
+        return Counter(
+            {self.labels[i]: int(n) for i, n in enumerate(totals.astype(np.int64).tolist()) if n}
+        )
 
 
-def _weighted_counts(
-    codes: NDArray[np.int64], weights: NDArray[np.int64], names: list[Any]
-) -> Counter[Any]:
-    """How many cases carry each label, given each pair's label code and case count."""
-    totals = np.bincount(codes, weights=weights, minlength=len(names)).astype(np.int64)
-    return Counter({names[i]: int(n) for i, n in enumerate(totals.tolist()) if n})
+def _label_codes(values: NDArray[Any]) -> _LabelCodes:
+    book = Codes()
+    return _LabelCodes(book.codes(values.tolist()), book.labels)
 
 
 def _contingency(
-    cluster: NDArray[np.int64], labels: NDArray[Any], weights: NDArray[np.int64]
-) -> tuple[list[int], list[Any], list[int]]:
-    """The non-empty cells of the cluster × label table: cluster, label and case count each."""
-    codes, names = _codes(labels)
-    cell = cluster * len(names) + codes
-    totals = np.bincount(cell, weights=weights).astype(np.int64)
+    cluster: NDArray[np.int64], codes: NDArray[np.int64], weights: NDArray[np.int64]
+) -> tuple[list[int], list[int], list[int]]:
+    """The non-empty cells of the cluster × label table: cluster, label code and case count."""
+    width = int(codes.max()) + 1
+    totals = np.bincount(cluster * width + codes, weights=weights).astype(np.int64)
     filled = np.flatnonzero(totals)
-    return (
-        (filled // len(names)).tolist(),
-        [names[i] for i in (filled % len(names)).tolist()],
-        totals[filled].tolist(),
-    )
+    return (filled // width).tolist(), (filled % width).tolist(), totals[filled].tolist()
 
 
 def _interleave(first: list[str], second: list[str], top: int) -> list[str]:

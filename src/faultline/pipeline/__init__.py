@@ -168,7 +168,7 @@ def score_files(
             threading.Thread(
                 target=load_numeric_libraries, name="faultline-imports", daemon=True
             ).start()
-        if not inline:
+        else:
             Path(out).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
             spill_dir = Path(tempfile.mkdtemp(prefix=".faultline-", dir=out))
         layout = Layout({name: i for i, name in enumerate(names)}, len(models) > 1, inline)
