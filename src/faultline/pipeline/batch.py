@@ -211,17 +211,9 @@ def _arrow_cases(
     """The cases as cases.parquet columns, with their probe, verdict and line for the parent."""
     import pyarrow as pa
 
-    from faultline.report.parquet import cases_table_of_json
+    from faultline.report.parquet import cases_table
 
-    encoded = [
-        _ENCODER.encode(
-            c
-            if c.error is None
-            else msgspec.structs.replace(c, error=_ENCODER.encode(c.error).decode())
-        )
-        for c in cases
-    ]
-    table = cases_table_of_json(encoded)
+    table = cases_table(cases)
     return (
         table.append_column("_probe", pa.array(probe, pa.int64()))
         .append_column("_verdict", pa.array(verdict, pa.int64()))

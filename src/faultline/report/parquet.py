@@ -13,7 +13,9 @@ contract's case fields, in the case object's order, with two representation choi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import accumulate
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +25,15 @@ import pyarrow as pa
 from faultline.errors import InputError
 from faultline.report.model import rule_table
 from faultline.report.sampling import StratifiedSampler
+from faultline.responses.model import Usage
+from faultline.scoring.case import CaseScore, Evidence
 
 __all__ = [
     "CASES_FILE",
     "CASE_SCHEMA",
     "GEOMETRY_FIELDS",
     "case_of_row",
-    "cases_table_of_json",
+    "cases_table",
     "iter_case_rows",
     "offer_batch",
     "read_cases",
@@ -95,26 +99,54 @@ _SCORED_SCHEMA = pa.schema(
     [f for f in CASE_SCHEMA if f.name not in {g.name for g in GEOMETRY_FIELDS}]
 )
 _OPTIONAL = ("model", "error", "usage", "cluster", "scatter_x", "scatter_y")
+_JSON = msgspec.json.Encoder()
 
 
-def cases_table_of_json(lines: list[bytes]) -> pa.Table:
-    """Cases encoded as JSON objects (one per item, ``error`` already JSON text) as a table.
+def cases_table(cases: Sequence[CaseScore]) -> pa.Table:
+    """Scored cases as cases.parquet columns, without the geometry's.
 
-    Arrow's JSON reader parses them in C++ against the explicit schema, so building the
-    columns costs little more than the encoding did.
+    Each column is its field's values, converted by Arrow, except the evidence, ``error``
+    and ``usage`` (see :data:`_COLUMN_OF`).
     """
-    from pyarrow import json as pa_json
-
-    if not lines:
-        return _SCORED_SCHEMA.empty_table()
-    table = pa_json.read_json(
-        pa.py_buffer(b"\n".join(lines)),
-        read_options=pa_json.ReadOptions(use_threads=False, block_size=1 << 26),
-        parse_options=pa_json.ParseOptions(
-            explicit_schema=_SCORED_SCHEMA, unexpected_field_behavior="error"
-        ),
+    return pa.Table.from_arrays(
+        [_column(f, list(map(attrgetter(f.name), cases))) for f in _SCORED_SCHEMA],
+        schema=_SCORED_SCHEMA,
     )
-    return table.select(_SCORED_SCHEMA.names).cast(_SCORED_SCHEMA)
+
+
+def _column(field: pa.Field, values: list[Any]) -> pa.Array:
+    """One column of the cases' values of one field."""
+    build = _COLUMN_OF.get(field.name)
+    return pa.array(values, type=field.type) if build is None else build(values)
+
+
+def _evidence_column(values: Sequence[list[Evidence]]) -> pa.Array:
+    """Each case's evidence as a list of structs: offsets into one array of every span."""
+    offsets = pa.array(accumulate(map(len, values), initial=0), pa.int32())
+    flat = [e for spans in values for e in spans]
+    spans = pa.StructArray.from_arrays(
+        [pa.array(list(map(attrgetter(f.name), flat)), type=f.type) for f in _EVIDENCE],
+        fields=list(_EVIDENCE),
+    )
+    return pa.ListArray.from_arrays(offsets, spans, type=pa.list_(_EVIDENCE))
+
+
+def _error_column(values: Sequence[Any]) -> pa.Array:
+    """Each case's error as its JSON text (null when none)."""
+    return pa.array([None if e is None else _JSON.encode(e).decode() for e in values], pa.string())
+
+
+def _usage_column(values: Sequence[Usage | None]) -> pa.Array:
+    """Each case's token usage as a struct (null when not recorded)."""
+    return pa.array([None if u is None else msgspec.structs.asdict(u) for u in values], _USAGE)
+
+
+_COLUMN_OF: dict[str, Callable[[Sequence[Any]], pa.Array]] = {
+    "evidence": _evidence_column,
+    "error": _error_column,
+    "usage": _usage_column,
+}
+"""The columns that are not their fields' values as they are, and how each is built."""
 
 
 def case_of_row(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ import re2
 
 from faultline._util.files import read_text_file, sha256_bytes
 from faultline.errors import InputError
-from faultline.scoring.matcher import Span, span_finder
+from faultline.scoring.matcher import SetMatch, Span, set_matcher, span_finder
 
 __all__ = [
     "FORMAT",
@@ -200,19 +200,19 @@ class CompiledHead:
         self.bias = spec.bias
         self._features = [spec.features[name] for name in feature_names]
         self._weights = list(spec.weights)
-        self._set: Any = None
+        self._match: SetMatch | None = None
         if spec.phrases:
-            self._set = re2.Set.SearchSet(_options())
+            compiled = re2.Set.SearchSet(_options())
             for phrase in spec.phrases:
-                self._set.Add(phrase_pattern(phrase))
-            self._set.Compile()
+                compiled.Add(phrase_pattern(phrase))
+            compiled.Compile()
+            self._match = set_matcher(compiled)
 
     def present(self, text: str) -> list[int]:
         """The indices of the phrases present in ``text[:window]``, ascending."""
-        if self._set is None:
+        if self._match is None:
             return []
-        found = self._set.Match(_encode(text[: self.window]))
-        return sorted(found) if found else []
+        return sorted(self._match(_encode(text[: self.window])))
 
     def logit(self, present: Iterable[int], features: Sequence[float]) -> float:
         """The head's log-odds for these phrases and rule features (summed in a fixed order)."""
