@@ -43,7 +43,7 @@ import re2
 
 from faultline._util.files import read_text_file, sha256_bytes
 from faultline.errors import InputError
-from faultline.scoring.matcher import SetMatch, Span, set_matcher, span_finder
+from faultline.scoring.matcher import SetMatch, Span, compile_set, re2_options, span_finder
 
 __all__ = [
     "FORMAT",
@@ -72,7 +72,6 @@ HARM_FEATURES: Final = ("rules_logit",)
 _TOKEN = re.compile(r"[0-9A-Za-z_]+")
 _PHRASE = re.compile(r"[0-9a-z_]+(?: [0-9a-z_]+)*")
 _SEPARATOR = "[^0-9A-Za-z_]+"
-_MAX_MEM = 256 << 20
 
 
 class LearnedError(InputError):
@@ -178,14 +177,6 @@ class Contribution:
     end: int
 
 
-def _options() -> Any:
-    options = re2.Options()
-    options.max_mem = _MAX_MEM
-    options.never_capture = True
-    options.log_errors = False
-    return options
-
-
 class CompiledHead:
     """A head ready to score: its phrases compiled into one RE2 set.
 
@@ -202,11 +193,7 @@ class CompiledHead:
         self._weights = list(spec.weights)
         self._match: SetMatch | None = None
         if spec.phrases:
-            compiled = re2.Set.SearchSet(_options())
-            for phrase in spec.phrases:
-                compiled.Add(phrase_pattern(phrase))
-            compiled.Compile()
-            self._match = set_matcher(compiled)
+            self._match = compile_set([phrase_pattern(p) for p in spec.phrases])
 
     def present(self, text: str) -> list[int]:
         """The indices of the phrases present in ``text[:window]``, ascending."""
@@ -259,7 +246,7 @@ def _encode(text: str) -> bytes:
 
 @functools.lru_cache(maxsize=8192)
 def _phrase_finder(phrase: str) -> Span:
-    return span_finder(re2.compile(phrase_pattern(phrase), _options()))
+    return span_finder(re2.compile(phrase_pattern(phrase), re2_options()))
 
 
 def _span(phrase: str, data: bytes) -> tuple[int, int] | None:

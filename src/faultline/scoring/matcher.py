@@ -40,6 +40,8 @@ __all__ = [
     "Matcher",
     "SetMatch",
     "Span",
+    "compile_set",
+    "re2_options",
     "set_matcher",
     "span_finder",
 ]
@@ -52,7 +54,7 @@ SENTENCE_START = (
 """The prefix that anchors a ``sentence``-scope rule."""
 
 _PREFIX = re.compile(SENTENCE_START, re.IGNORECASE)  # ours, simple: safe for Python's engine
-_MAX_MEM = 256 << 20  # RE2's memory budget for a set's DFA cache
+_MAX_MEM = 256 << 20  # RE2's memory budget for a regex's or a set's DFA cache
 SET_PATTERNS = 16
 """The most patterns compiled into one RE2 set."""
 
@@ -81,6 +83,28 @@ def span_finder(regex: Any) -> Span:
         return None if found is None else found.span()
 
     return portable
+
+
+def re2_options() -> Any:
+    """The options every faultline regex and set is compiled with.
+
+    A 256 MiB budget for the DFA cache, no capture groups (so matching needs only the DFA),
+    and errors raised rather than logged.
+    """
+    options = re2.Options()
+    options.max_mem = _MAX_MEM
+    options.never_capture = True
+    options.log_errors = False
+    return options
+
+
+def compile_set(patterns: Sequence[str]) -> SetMatch:
+    """The patterns compiled into one unanchored ``re2.Set``, ready to match."""
+    compiled = re2.Set.SearchSet(re2_options())
+    for pattern in patterns:
+        compiled.Add(pattern)
+    compiled.Compile()
+    return set_matcher(compiled)
 
 
 def set_matcher(compiled: Any) -> SetMatch:
@@ -125,10 +149,7 @@ class Matcher:
     def __init__(self, pack: RulePack) -> None:
         self.pack = pack
         self.opening_chars = pack.scoring.opening_chars
-        options = re2.Options()
-        options.max_mem = _MAX_MEM
-        options.never_capture = True
-        options.log_errors = False
+        options = re2_options()
         self._patterns: list[tuple[int, Span]] = []  # pattern index -> (rule index, span finder)
         self._by_rule: dict[int, list[Span]] = {}
         self._sentence = [r.scope == "sentence" for r in pack.rules]
@@ -143,13 +164,11 @@ class Matcher:
                 finder = span_finder(re2.compile(full, options))
                 self._patterns.append((index, finder))
                 self._by_rule.setdefault(index, []).append(finder)
-        self._sets: list[tuple[int, SetMatch]] = []  # (index of the set's first pattern, set)
-        for first in range(0, len(fulls), SET_PATTERNS):
-            compiled = re2.Set.SearchSet(options)
-            for full in fulls[first : first + SET_PATTERNS]:
-                compiled.Add(full)
-            compiled.Compile()
-            self._sets.append((first, set_matcher(compiled)))
+        # (index of the set's first pattern, set)
+        self._sets = [
+            (first, compile_set(fulls[first : first + SET_PATTERNS]))
+            for first in range(0, len(fulls), SET_PATTERNS)
+        ]
 
     def match(self, text: str) -> list[Hit]:
         """Find every rule that matches ``text``, with the span of its first occurrence.
