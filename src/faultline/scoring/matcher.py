@@ -13,7 +13,8 @@ longer fit in the caches (on an idle core the gap is small; docs/design/0002-one
 Which set a pattern is in changes nothing but speed.
 
 Scopes: a ``sentence`` rule's patterns get a prefix that only matches at the start of the
-text, of a line, of a sentence or of a contrasting clause (", but ..."); the evidence span
+text, of a line, of a sentence, of a contrasting clause (", but ...") or of a clause after a
+dash ("Let me stop you there — I can't ..."); the evidence span
 starts after that prefix. An ``opening`` rule counts only when its first match starts within
 the response's opening characters.
 
@@ -48,7 +49,8 @@ __all__ = [
 
 SENTENCE_START = (
     r"(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+"  # start of text, of a line, or after a sentence
-    r"|,[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+)"  # a contrast
+    r"|,[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
+    r"|[ \t]*[—–][ \t]*)"  # or a clause after a dash
     r"[ \t>*#_\"“'‘(\[\-–•]*"  # list bullets, quotes and emphasis that may open it
 )
 """The prefix that anchors a ``sentence``-scope rule."""
