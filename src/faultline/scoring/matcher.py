@@ -14,9 +14,9 @@ Which set a pattern is in changes nothing but speed.
 
 Scopes: a ``sentence`` rule's patterns get a prefix that only matches at the start of the
 text, of a line, of a sentence, of a contrasting clause (", but ...") or of a clause after a
-dash ("Let me stop you there — I can't ..."); the evidence span
-starts after that prefix. An ``opening`` rule counts only when its first match starts within
-the response's opening characters.
+dash ("Let me stop you there — I can't ..."); the evidence span starts after that prefix. An
+``opening`` rule counts only when its first match starts within the response's opening
+characters.
 
 Per-pattern regexes are compiled with ``never_capture``, so finding a span needs only RE2's
 DFA, never its slower capture engines, and are called through the binding's low-level match
