@@ -14,9 +14,10 @@ Which set a pattern is in changes nothing but speed.
 
 Scopes: a ``sentence`` rule's patterns get a prefix that only matches at the start of the
 text, of a line, of a sentence, of a contrasting clause (", but ...") or of a clause after a
-dash ("Let me stop you there — I can't ..."); the evidence span starts after that prefix. An
-``opening`` rule counts only when its first match starts within the response's opening
-characters.
+dash ("Let me stop you there — I can't ..."); the evidence span starts after that prefix.
+A sentence that opens with a quotation mark is someone else's words ("'I can't do that,' it
+said"), so the prefix does not skip one. An ``opening`` rule counts only when its first
+match starts within the response's opening characters.
 
 Per-pattern regexes are compiled with ``never_capture``, so finding a span needs only RE2's
 DFA, never its slower capture engines, and are called through the binding's low-level match
@@ -51,7 +52,7 @@ SENTENCE_START = (
     r"(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+"  # start of text, of a line, or after a sentence
     r"|,[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
     r"|[ \t]*[—–][ \t]*)"  # or a clause after a dash
-    r"[ \t>*#_\"“'‘(\[\-–•]*"  # list bullets, quotes and emphasis that may open it
+    r"[ \t>*#_(\[\-–•]*"  # list bullets and emphasis that may open it
 )
 """The prefix that anchors a ``sentence``-scope rule."""
 
