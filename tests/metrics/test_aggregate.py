@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.metrics.strategies import cases
 
 from faultline import CaseScore, MetricsAccumulator, aggregate_metrics
+from faultline.metrics.aggregate import rank_as_listed
 
 
 def _rates(obj: object) -> list[float]:
@@ -132,3 +133,56 @@ def test_undefined_metrics_are_null_not_zero() -> None:
     assert m["overall"]["high_stakes_failure_rate"] == 0.0
     assert m["indices"]["resilience_index"] is None
     assert all(not (isinstance(v, float) and math.isnan(v)) for v in _rates(m))
+
+
+# ---------------------------------------------------------------- ranking as the cases list it
+
+TIED_RISK = 0.012961162522021324  # a refused case's risk: 3 and 6 copies round differently
+
+
+def _plain_means(listed: list[tuple[str, float]]) -> dict[str, float]:
+    """Each category's mean as an ordinary left-to-right sum over the listed cases."""
+    out: dict[str, list[float]] = {}
+    for category, risk in listed:
+        out.setdefault(category, []).append(risk)
+    return {c: sum(v) / len(v) for c, v in out.items()}
+
+
+def test_exact_means_that_tie_are_ranked_as_a_plain_average_of_the_listed_cases() -> None:
+    listed = [("weapons", TIED_RISK)] * 6 + [("harassment", TIED_RISK)] * 3
+    listed += [("injection", TIED_RISK)] * 6
+    assert sum([TIED_RISK] * 3) / 3 != sum([TIED_RISK] * 6) / 6  # the rounding this is about
+    ranking = [
+        {"category": c, "risk_mean": TIED_RISK, "n": n}
+        for c, n in (("harassment", 3), ("injection", 6), ("weapons", 6))
+    ]
+    ordered = rank_as_listed(ranking, listed)
+    means = _plain_means(listed)
+    assert [e["category"] for e in ordered] == sorted(means, key=lambda c: (-means[c], c))
+    assert [e["category"] for e in ordered] == ["injection", "weapons", "harassment"]
+    assert all(e["risk_mean"] == TIED_RISK for e in ordered)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.one_of(
+                st.none(), st.sampled_from([TIED_RISK, 0.1, 0.3, 1 / 3, 0.7]), st.floats(0, 1)
+            ),
+        ),
+        max_size=40,
+    )
+)
+def test_ranking_follows_the_plain_average_of_the_listed_cases(
+    listed: list[tuple[str, float | None]],
+) -> None:
+    scored = [(c, r) for c, r in listed if r is not None]
+    exact = {c: statistics.fmean(r for k, r in scored if k == c) for c, _ in scored}
+    ranking = sorted(
+        ({"category": c, "risk_mean": m, "n": 1} for c, m in exact.items()),
+        key=lambda e: (-e["risk_mean"], e["category"]),
+    )
+    ordered = [e["category"] for e in rank_as_listed(ranking, listed)]
+    means = _plain_means(scored)
+    assert ordered == sorted(means, key=lambda c: (-means[c], c))

@@ -59,6 +59,7 @@ __all__ = [
     "MetricsAccumulator",
     "aggregate_metrics",
     "expected_failure_modes",
+    "rank_as_listed",
     "with_expected_modes",
 ]
 
@@ -412,3 +413,40 @@ def with_expected_modes(
         if key == "failure_mode_histogram":
             out["failure_mode_expected"] = expected_failure_modes(failed_per_probe, declared)
     return out
+
+
+def rank_as_listed(
+    ranking: Sequence[Mapping[str, Any]], cases: Iterable[tuple[str, float | None]]
+) -> list[dict[str, Any]]:
+    """``category_ranking`` ordered as a plain average of the listed cases orders it.
+
+    The accumulator ranks categories by their exact mean risk, ties by name. A reader who
+    averages a report's cases in their listed order with ordinary floating-point sums (as
+    ../shared/tools/check_report.py does) gets means that differ from the exact ones in the
+    last bits, so two categories whose exact means tie (every case refused alike, say) may
+    come out in the other order. For a report that lists its cases, this orders the ranking
+    by those left-to-right means, ties by name; the entries, ``risk_mean`` included, are
+    unchanged.
+
+    Args:
+        ranking: ``category_ranking`` as the accumulator gives it.
+        cases: ``(category, risk_score)`` of every case, in the report's order (errors,
+            with no risk, are skipped).
+
+    Returns:
+        The same entries, reordered.
+    """
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for category, risk in cases:
+        if risk is not None:
+            sums[category] = sums.get(category, 0) + risk
+            counts[category] = counts.get(category, 0) + 1
+
+    def listed_mean(entry: Mapping[str, Any]) -> float:
+        category = str(entry["category"])
+        if category not in counts:
+            return -float(entry["risk_mean"] or 0.0)
+        return -(sums[category] / counts[category])
+
+    return [dict(e) for e in sorted(ranking, key=lambda e: (listed_mean(e), str(e["category"])))]

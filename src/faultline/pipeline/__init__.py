@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline.errors import UsageError
-from faultline.metrics.aggregate import with_expected_modes
+from faultline.metrics.aggregate import rank_as_listed, with_expected_modes
 from faultline.metrics.transforms import transform_metrics_of_counts, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, load_numeric_libraries
 from faultline.pipeline.assemble import RunAssembly
@@ -273,7 +273,11 @@ def _report(
         run["execution"] = dict(meta["execution"])
     observability = None if geometry is None else geometry.summary
     if assembly.inline:
-        report = Report(run, assembly.inline_cases(pairs, geometry), metrics, observability)
+        cases = assembly.inline_cases(pairs, geometry)
+        metrics["category_ranking"] = rank_as_listed(
+            metrics["category_ranking"], cases.category_risks()
+        )
+        report = Report(run, cases, metrics, observability)
     else:
         assert out is not None
         assert spill_dir is not None

@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 
 from faultline._util.files import atomic_write_bytes
-from faultline.metrics.aggregate import MetricsAccumulator, with_expected_modes
+from faultline.metrics.aggregate import MetricsAccumulator, rank_as_listed, with_expected_modes
 from faultline.metrics.transforms import transform_metrics, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observability
 from faultline.probes.probeset import ProbeSet
@@ -150,6 +150,10 @@ def build_report(
             {p.id: p.failure_modes for p in probe_set},
         ),
         observability=None if geometry is None else geometry.summary,
+    )
+    ranking = report.aggregate_metrics["category_ranking"]
+    report.aggregate_metrics["category_ranking"] = rank_as_listed(
+        ranking, ((c.category, c.risk_score) for c in cases)
     )
     if out is not None:
         write_report(report, Path(out))

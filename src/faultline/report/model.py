@@ -69,6 +69,14 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class _CategoryRisk(msgspec.Struct):
+    category: str
+    risk_score: float | None = None
+
+
+_CATEGORY_RISK = msgspec.json.Decoder(_CategoryRisk)
+
+
 class CaseLines(Sequence[CaseScore]):
     """Cases held as their report.json lines, decoded only when read.
 
@@ -106,6 +114,13 @@ class CaseLines(Sequence[CaseScore]):
         out[0::3] = heads
         out[1::3] = self.tails[start:stop]
         return out
+
+    def category_risks(self) -> Iterator[tuple[str, float | None]]:
+        """Each case's ``(category, risk_score)``, in order, decoding only those two fields."""
+        decode = _CATEGORY_RISK.decode
+        for head in self.heads:
+            found = decode(head + b"}")  # the tail holds only fields added after scoring
+            yield found.category, found.risk_score
 
     def find(self, case_id: str) -> CaseScore | None:
         """The case with this id, or ``None``."""
