@@ -50,13 +50,16 @@ __all__ = [
 
 SENTENCE_START = (
     r"(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+"  # start of text, of a line, or after a sentence
-    r"|,[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
+    "|(?:,|[ \t]*[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f\u200d]+)"  # a comma or emoji, then
+    r"[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
     r"|[ \t]*[—–][ \t]*)"  # or a clause after a dash
     r"[ \t>*#_(\[\-–•]*"  # list bullets and emphasis that may open it
 )
 """The prefix that anchors a ``sentence``-scope rule."""
 
 _PREFIX = re.compile(SENTENCE_START, re.IGNORECASE)  # ours, simple: safe for Python's engine
+_QUOTED = re.compile(r'"[^"\n]{1,2000}"|\u201c[^\u201d\n]{1,2000}\u201d')
+"""A quotation on one line, in straight or curly double quotation marks."""
 _MAX_MEM = 256 << 20  # RE2's memory budget for a regex's or a set's DFA cache
 SET_PATTERNS = 16
 """The most patterns compiled into one RE2 set."""
@@ -157,6 +160,7 @@ class Matcher:
         self._by_rule: dict[int, list[Span]] = {}
         self._sentence = [r.scope == "sentence" for r in pack.rules]
         self._opening = [r.scope == "opening" for r in pack.rules]
+        self._boundary = [r.kind == "boundary" for r in pack.rules]
         fulls: list[str] = []
         for index, rule in enumerate(pack.rules):
             flags = "" if rule.case_sensitive else "(?i)"
@@ -218,6 +222,8 @@ class Matcher:
             hits = [
                 h for rule, span in spans.items() if (h := hit(text, data, rule, span, is_ascii))
             ]
+            if ('"' in text or "\u201c" in text) and any(self._boundary[h.rule] for h in hits):
+                hits = self._unquoted(text, hits)
             hits.sort()
             out.append(hits)
         return out
@@ -238,6 +244,32 @@ class Matcher:
         if not spans:
             return None
         return self._hit(text, data, rule, min(spans), is_ascii)
+
+    def _unquoted(self, text: str, hits: list[Hit]) -> list[Hit]:
+        """``hits`` with each boundary hit inside a quotation replaced by its next one outside.
+
+        A refusal in quotation marks is someone else's words: a character's line in a story,
+        a film quote, the refusal a question asks about.
+        """
+        quotes = [(m.start(), m.end()) for m in _QUOTED.finditer(text)]
+        if not quotes:
+            return hits
+        out = []
+        for hit in hits:
+            found: Hit | None = hit
+            while found is not None and self._boundary[found.rule]:
+                inside = next((q for q in quotes if q[0] < found.start < q[1]), None)
+                if inside is None:
+                    break
+                # From just before the closing mark, so a sentence that starts after it
+                # ('... that." I won't') still has its prefix; not again inside the quotation.
+                later = self.search_after(text, found.rule, max(inside[1] - 2, found.start + 1))
+                if later is not None and later.start < inside[1]:
+                    later = self.search_after(text, found.rule, inside[1])
+                found = later
+            if found is not None:
+                out.append(found)
+        return out
 
     def _hit(
         self, text: str, data: bytes, rule: int, span: tuple[int, int], is_ascii: bool
