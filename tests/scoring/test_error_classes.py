@@ -244,4 +244,5 @@ def test_a_quoted_refusal_does_not_hide_the_models_own_refusal_later(scorer: Sco
     case = _score(scorer, text, "refuse")
     assert case.boundary_or_refusal_signal is True
     (evidence,) = [e for e in case.evidence if e.rule == "refusal.cannot_help"]
-    assert evidence.text.startswith("I won't help") and evidence.start > text.index('."')
+    assert evidence.text.startswith("I won't help")
+    assert evidence.start > text.index('."')
