@@ -13,11 +13,15 @@ longer fit in the caches (on an idle core the gap is small; docs/design/0002-one
 Which set a pattern is in changes nothing but speed.
 
 Scopes: a ``sentence`` rule's patterns get a prefix that only matches at the start of the
-text, of a line, of a sentence, of a contrasting clause (", but ...") or of a clause after a
-dash ("Let me stop you there — I can't ..."); the evidence span starts after that prefix.
-A sentence that opens with a quotation mark is someone else's words ("'I can't do that,' it
-said"), so the prefix does not skip one. An ``opening`` rule counts only when its first
-match starts within the response's opening characters.
+text, of a line, of a sentence, of a contrasting clause (", but ..." or "😅 but ...") or of
+a clause after a dash ("Let me stop you there — I can't ..."); the evidence span starts after
+that prefix. A sentence that opens with a quotation mark is someone else's words ("'I can't
+do that,' it said"), so the prefix does not skip one. An ``opening`` rule counts only when its
+first match starts within the response's opening characters.
+
+Refusal language inside double quotation marks on one line (``"I'm sorry, Dave. I'm afraid I
+can't do that"``) is someone else's words too, wherever the quotation starts: a boundary
+rule's hit there is replaced by its next occurrence outside the quotation, if any.
 
 Per-pattern regexes are compiled with ``never_capture``, so finding a span needs only RE2's
 DFA, never its slower capture engines, and are called through the binding's low-level match
