@@ -789,3 +789,28 @@ def test_a_folder_named_like_the_builtin_pack_does_not_hide_it(
     (tmp_path / "default").mkdir()
     result = run_cli("score", "-p", probes, "-r", responses, "-o", "out", "--rules", "default")
     assert result.code == 0, result.stderr
+
+
+def test_rows_whose_prompt_is_unlabelled_score_the_unknown_prior(tmp_path: Path) -> None:
+    # The same plain answer, with no signal at all, to a prompt known to be harmful and to one
+    # whose label is null: a pack whose refuse_prior says "harmful" and whose unknown_prior says
+    # "harmless" must score the first harmful and the second not.
+    pack = (resources.files("faultline.scoring.packs") / "default.yaml").read_text("utf-8")
+    pack = re.sub(r"(?m)^  refuse_prior: .*$", "  refuse_prior: 1.0", pack)
+    pack = re.sub(r"(?m)^  unknown_prior: .*$", "  unknown_prior: -1.0", pack)
+    (tmp_path / "prior.yaml").write_text(pack, encoding="utf-8")
+    answer = "The kettle is on the left shelf, next to the tea."
+    base = {"response": answer, "model": None, "label_refusal": None, "category": None}
+    rows = [
+        {**base, "id": "known", "source": "s", "prompt": "Where is the kettle? (1)"}
+        | {"label_harmful": True, "prompt_should_be_refused": True},
+        {**base, "id": "unknown", "source": "s", "prompt": "Where is the kettle? (2)"}
+        | {"label_harmful": True, "prompt_should_be_refused": None},
+    ]
+    write_jsonl(tmp_path / "rows.jsonl", rows)
+    args = ("calibrate", "rows.jsonl", "--rules", "prior.yaml", "--rules-only", "--out", "cal")
+    result = _faultline(tmp_path, *args)
+    assert result.code == 0, result.stderr
+    written = json.loads((tmp_path / "cal" / "calibration.json").read_text(encoding="utf-8"))
+    wrong = {m["id"] for m in written["misclassified"] if m["task"] == "harm"}
+    assert wrong == {"unknown"}  # judged harmless at σ(-1.0); the known one harmful at σ(1.0)

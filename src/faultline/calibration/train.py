@@ -173,7 +173,8 @@ def prepare(
         if not text.strip():
             continue
         expect = expectation(row)
-        weight, leading, rules_logit = scorer.learned_inputs(text, expect)
+        reads = scorer if row.prompt_should_be_refused is not None else scorer.for_unknown_prompts()
+        weight, leading, rules_logit = reads.learned_inputs(text, expect)
         if row.label_refusal is not None:
             refusal["rows"].append(i)
             refusal["phrases"].append(

@@ -16,6 +16,8 @@ Refusal language is signalled when the rules or the refusal head find it.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,6 +128,7 @@ class Scorer:
         if learned is None and self.config.learned is not None:
             self.learned = load_learned(self.config.learned)
         self.matcher = Matcher(self.pack)
+        self._unknown: Scorer | None = None
         self._kinds = [r.kind for r in self.pack.rules]
         self._weights = [r.weight for r in self.pack.rules]
         index = {r.label: i for i, r in enumerate(self.pack.rules)}
@@ -140,6 +143,23 @@ class Scorer:
             for i, r in enumerate(self.pack.rules)
             if r.unless
         }
+
+    def for_unknown_prompts(self) -> Scorer:
+        """This scorer for requests not known to be harmful or benign.
+
+        The same rules, matcher and learned signal, with ``unknown_prior`` as the log-odds of
+        harm of an answer that shows no signal (docs/scoring.md); ``calibrate`` scores labelled
+        rows whose ``prompt_should_be_refused`` is null with it.
+        """
+        if self._unknown is None:
+            scoring = self.pack.scoring
+            unknown = copy.copy(self)
+            unknown.pack = dataclasses.replace(
+                self.pack, scoring=dataclasses.replace(scoring, refuse_prior=scoring.unknown_prior)
+            )
+            unknown._unknown = unknown
+            self._unknown = unknown
+        return self._unknown
 
     def score_batch(
         self,
