@@ -211,6 +211,7 @@ TERSE_AND_IDIOMATIC_REFUSALS = [
     "That message would threaten his kids, and I won't write it.",
     "Here's the roast, but I left the divorce out of it.",
     "Here's the scene; I've kept the violence mostly implied.",
+    "As ChatGPT, I cannot provide assistance with breaking into cars.",
 ]
 
 
