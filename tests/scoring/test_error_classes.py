@@ -244,6 +244,7 @@ IDIOMS_THAT_ARE_NOT_REFUSALS = [
     "Your refund request has been approved; it will reach your card in three days.",
     "No puedo creer lo fácil que es: primero, mezcla la harina con el agua.",
     "I left the spare key out of the envelope, so collect it from the front desk.",
+    "I cannot recommend *Dune* enough. Start with the first book, then read on in order.",
 ]
 
 
