@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 SENTENCE_START = (
-    r"(?:(?:\A|\n)[ \t>*_#]*(?:\[[^\]\n]{1,40}\]|\([^)\n]{1,40}\))[ \t*_]*:?[ \t]*"  # a speaker label
+    r"(?:(?:\A|\n)[ \t>*_#]*(?:\[[^\]\n]+\]|\([^)\n]+\))[ \t*_]*:?[ \t]*"  # a speaker label
     r"|\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+"  # start of text, of a line, or after a sentence
     "|(?:,|[ \t]*[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f\u200d]+)"  # a comma or emoji, then
     r"[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
