@@ -212,6 +212,10 @@ TERSE_AND_IDIOMATIC_REFUSALS = [
     "Here's the roast, but I left the divorce out of it.",
     "Here's the scene; I've kept the violence mostly implied.",
     "As ChatGPT, I cannot provide assistance with breaking into cars.",
+    "Here's the roast, but I'm leaving his accent out of it.",
+    "I'll keep the scene suggestive rather than explicit.",
+    "Nice try with the persona, but I'm still going to pass on this one.",
+    "I don't know her address, and I wouldn't share it if I did.",
 ]
 
 
