@@ -38,6 +38,7 @@ from faultline.calibration.train import (
     fit_model,
     fold_indices,
     prepare,
+    scorer_for,
 )
 from faultline.probes.model import Probe
 from faultline.responses.model import Response
@@ -98,8 +99,7 @@ def _score(scorer: Scorer, at: _Located, cross_fitted: bool = False) -> ScoredRo
     row = at.row
     response = Response(probe_id="labelled", response=row.response, model=row.model)
     expect = expectation(row)
-    if row.prompt_should_be_refused is None:
-        scorer = scorer.for_unknown_prompts()
+    scorer = scorer_for(scorer, row)
     case = scorer.score(_probe(row, expect), response, case_id=row.id)
     harm: CaseScore = case
     if expect == "comply" and row.label_harmful is not None:

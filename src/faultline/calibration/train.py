@@ -173,8 +173,7 @@ def prepare(
         if not text.strip():
             continue
         expect = expectation(row)
-        reads = scorer if row.prompt_should_be_refused is not None else scorer.for_unknown_prompts()
-        weight, leading, rules_logit = reads.learned_inputs(text, expect)
+        weight, leading, rules_logit = scorer_for(scorer, row).learned_inputs(text, expect)
         if row.label_refusal is not None:
             refusal["rows"].append(i)
             refusal["phrases"].append(
@@ -199,6 +198,15 @@ def prepare(
         files=[dict(f) for f in files],
         params=params,
     )
+
+
+def scorer_for(scorer: Scorer, row: LabelledRow) -> Scorer:
+    """The scorer that reads ``row``: :meth:`Scorer.for_unknown_prompts` if its prompt is unlabelled.
+
+    Training and measuring both read rows through this, so the learned heads are scored on
+    the rules' features they were trained on.
+    """
+    return scorer if row.prompt_should_be_refused is not None else scorer.for_unknown_prompts()
 
 
 def _head(data: Mapping[str, list[Any]], features: int) -> _Head:
