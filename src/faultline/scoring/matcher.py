@@ -54,13 +54,12 @@ __all__ = [
 
 SENTENCE_START = (
     r"(?:(?:\A|\n)[ \t>*_#]*(?:\[[^\]\n]+\]|\([^)\n]+\))[ \t*_]*:?[ \t]*"  # a speaker label
-    r"|(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+)[ \t>*#_]*"  # a sentence that opens with
-    r"(?:that said|that being said|having said that|even so|still|all the same|nonetheless"
-    r"|nevertheless|regardless|with that in mind|in any case|either way"  # a transition, or a
-    r"|(?:because|since|given|for (?:this|that|these|those) reasons?)\b[^.!?\n,]*"  # reason
+    r"|(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+)"  # start of text, of a line, or after a sentence,
+    r"(?:[ \t>*#_]*(?:that said|that being said|having said that|even so|still|all the same"
+    r"|nonetheless|nevertheless|regardless|with that in mind|in any case|either way"  # then
+    r"|(?:because|since|given|for (?:this|that|these|those) reasons?)\b[^.!?\n,]*"  # maybe a
     r"|as an? (?:[\w-]+ )?(?:[\w-]+ )?(?:AI|assistant|language model|chatbot)\b[^.!?\n,]*)"
-    r"[ \t]*,[ \t]+"  # or "As an AI ...", and a comma ("Because it could hurt someone, I won't")
-    r"|\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+"  # start of text, of a line, or after a sentence
+    r"[ \t]*,[ \t]+)?"  # transition or reason and a comma ("Because it could hurt someone, I")
     "|(?:,|[ \t]*[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f\u200d]+)"  # a comma or emoji, then
     r"[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
     r"|[ \t]*[—–][ \t]*)"  # or a clause after a dash
