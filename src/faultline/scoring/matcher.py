@@ -6,11 +6,12 @@ with the number of hits, not the number of rules. RE2 runs in time linear in the
 every pattern, so no rule (ours or a user's) can hang a run.
 
 The patterns go into sets of at most :data:`SET_PATTERNS`, in pack order. One set of every
-pattern would be a single pass, but its automaton is the product of all of them: with both
-cores busy, the default pack's 119 patterns in one set took 100–140 µs per 500-character
-response, against 25–30 µs for eight sets of 16, because the combined automaton's states no
-longer fit in the caches (on an idle core the gap is small; docs/design/0002-one-re2-set.md).
-Which set a pattern is in changes nothing but speed.
+pattern would be a single pass, but its automaton is the product of all of them, and past
+some size its states no longer fit in the caches; each extra set is another pass over the
+text (about 1.3 µs per 500 characters even for a one-word set). With the default pack's 163
+patterns, sets of 48 (four passes) were the fastest measured: ``match_batch`` took 31 µs a
+response against 42 µs with sets of 16, with both cores matching at once
+(docs/design/0002-one-re2-set.md). Which set a pattern is in changes nothing but speed.
 
 Scopes: a ``sentence`` rule's patterns get a prefix that only matches at the start of the
 text, of a line, of a sentence, of a contrasting clause (", but ..." or "😅 but ...") or of
@@ -71,7 +72,7 @@ _PREFIX = re.compile(SENTENCE_START, re.IGNORECASE)  # ours, simple: safe for Py
 _QUOTED = re.compile(r'"[^"\n]{1,2000}"|\u201c[^\u201d\n]{1,2000}\u201d')
 """A quotation on one line, in straight or curly double quotation marks."""
 _MAX_MEM = 256 << 20  # RE2's memory budget for a regex's or a set's DFA cache
-SET_PATTERNS = 16
+SET_PATTERNS = 48
 """The most patterns compiled into one RE2 set."""
 
 Span = Callable[[bytes, int], "tuple[int, int] | None"]
