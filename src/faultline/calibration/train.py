@@ -26,7 +26,7 @@ The recipe (docs/calibration.md):
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -80,6 +80,9 @@ class HeadParams:
             phrases gets exactly the rules' verdict (harm head).
         keep: Phrases kept after the first fit.
         min_groups: Fewest distinct prompt groups a phrase must occur in.
+        max_share: Largest share of the training rows a phrase may occur in. A phrase in
+            nearly every response ("to", "and") tells nothing about one response; without an
+            intercept the harm head would use such phrases as one anyway.
     """
 
     window: int
@@ -88,6 +91,7 @@ class HeadParams:
     keep: int = 1000
     min_groups: int = 3
     intercept: bool = True
+    max_share: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,9 @@ class TrainParams:
 
     refusal: HeadParams = field(default_factory=lambda: HeadParams(400, 3, keep=800))
     harm: HeadParams = field(
-        default_factory=lambda: HeadParams(1500, 2, c=0.1, keep=2000, intercept=False)
+        default_factory=lambda: HeadParams(
+            1500, 2, c=0.1, keep=2000, intercept=False, max_share=0.3
+        )
     )
     derived_weight: float = 0.3
     min_source_rows: int = 3000
@@ -312,10 +318,13 @@ def _fit_head(head: _Head, keep: list[int], groups: list[str], params: HeadParam
             weights=[],
         )
     seen: dict[str, set[str]] = defaultdict(set)
+    rows: Counter[str] = Counter()
     for k, group in zip(keep, groups, strict=True):
+        rows.update(head.phrases[k])
         for phrase in head.phrases[k]:
             seen[phrase].add(group)
-    vocab = sorted(p for p, g in seen.items() if len(g) >= params.min_groups)
+    most = params.max_share * len(keep)
+    vocab = sorted(p for p, g in seen.items() if len(g) >= params.min_groups and rows[p] <= most)
     weights = head.weights[keep]
     fit = functools.partial(_fit, head, keep, labels=labels, weights=weights, params=params)
     bias, coef = fit(vocab)
