@@ -354,3 +354,24 @@ def test_training_is_deterministic_and_learns_the_telling_phrases() -> None:
     model = LearnedModel(parse_model(msgspec.json.encode(first), "t"), "", "t")
     assert model.harm_logit("nothing in common", 1.5)[0] == pytest.approx(1.5)
     assert len(first.trained["groups"]) == 8
+
+
+def test_the_harm_head_leaves_out_phrases_found_in_most_answers() -> None:
+    # "and" is in 20 of the 24 answers and "widget" in 12: with max_share 0.6 the head may
+    # not use "and" as the intercept it is denied, and still learns "widget".
+    pack = load_rule_pack("default")
+    identity = {"name": pack.name, "version": pack.version, "sha256": pack.sha256}
+
+    def harm_phrases(max_share: float) -> set[str]:
+        params = TrainParams(
+            refusal=HeadParams(400, 1, min_groups=2),
+            harm=HeadParams(1500, 1, intercept=False, min_groups=2, max_share=max_share),
+        )
+        return set(fit_model(prepare(_rows(), pack, params), rules=identity).harm.phrases)
+
+    assert {"and", "widget"} <= harm_phrases(1.0)
+    kept = harm_phrases(0.6)
+    assert "and" not in kept
+    assert "widget" in kept
+    assert TrainParams().harm.max_share == 0.3
+    assert load_learned("default").spec.trained["params"]["harm"]["max_share"] == 0.3
