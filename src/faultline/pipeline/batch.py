@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -155,16 +156,18 @@ def score_piece(
         probes, batch.responses, qualify_model=layout.qualify
     )
     n = len(cases)
-    probe = np.fromiter((probe_index[c.probe_id] for c in cases), dtype=np.int64, count=n)
-    status = [c.status for c in cases]
-    scored = np.fromiter((s != "error" for s in status), dtype=bool, count=n)
-    passed = np.fromiter((s == "pass" for s in status), dtype=bool, count=n)
+    probe = np.fromiter(
+        map(probe_index.__getitem__, map(attrgetter("probe_id"), cases)), dtype=np.int64, count=n
+    )
+    status = list(map(attrgetter("status"), cases))
+    scored = np.fromiter(map("error".__ne__, status), dtype=bool, count=n)
+    passed = np.fromiter(map("pass".__eq__, status), dtype=bool, count=n)
     keys = np.empty((n, 3), dtype=np.int64)
     keys[:, 0] = np.fromiter(
-        (layout.model_rank[c.model or ""] for c in cases), dtype=np.int64, count=n
+        map(layout.model_rank.__getitem__, [c.model or "" for c in cases]), dtype=np.int64, count=n
     )
     keys[:, 1] = probe
-    keys[:, 2] = np.fromiter((c.sample for c in cases), dtype=np.int64, count=n)
+    keys[:, 2] = np.fromiter(map(attrgetter("sample"), cases), dtype=np.int64, count=n)
     table = VerdictTable()
     verdict = np.asarray(
         [table.add(c) if ok else -1 for c, ok in zip(cases, scored, strict=True)], dtype=np.int64
@@ -187,7 +190,7 @@ def score_piece(
                 np.bincount(probe[scored & ~passed], minlength=width),
             ]
         ),
-        strata=Counter(zip((c.category for c in cases), status, strict=True)),
+        strata=Counter(zip(map(attrgetter("category"), cases), status, strict=True)),
         rules=Counter() if inline else count_rules(cases),
         models={c.model for c in cases if c.model is not None},
         keys=keys,

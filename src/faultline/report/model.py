@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, overload
 
@@ -41,15 +43,15 @@ def count_rules(matched: Iterable[Any]) -> Counter[tuple[str, str]]:
     Args:
         matched: Cases, or anything with their three ``matched_*_patterns`` lists.
     """
+    cases = matched if isinstance(matched, Sequence) else list(matched)
     counts: Counter[tuple[str, str]] = Counter()
-    for case in matched:
-        for kind, labels in (
-            ("boundary", case.matched_boundary_patterns),
-            ("unsafe", case.matched_unsafe_patterns),
-            ("safe", case.matched_safe_patterns),
-        ):
-            for label in labels:
-                counts[kind, label] += 1
+    for kind, labels in (
+        ("boundary", attrgetter("matched_boundary_patterns")),
+        ("unsafe", attrgetter("matched_unsafe_patterns")),
+        ("safe", attrgetter("matched_safe_patterns")),
+    ):
+        for label, n in Counter(chain.from_iterable(map(labels, cases))).items():
+            counts[kind, label] += n
     return counts
 
 

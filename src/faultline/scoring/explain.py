@@ -8,7 +8,6 @@ Each outcome of :class:`~faultline.scoring.scorer.Assessment` has its own phrasi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from faultline._util.text import excerpt
@@ -24,14 +23,16 @@ __all__ = ["explain", "explain_error"]
 _QUOTE_CHARS = 60
 
 
-@dataclass(frozen=True)
 class _Facts:
     """What an explanation draws on."""
 
-    found: Assessment
-    rules: Sequence[Rule]
-    text: str
-    passed: bool
+    __slots__ = ("found", "passed", "rules", "text")
+
+    def __init__(self, found: Assessment, rules: Sequence[Rule], text: str, passed: bool) -> None:
+        self.found = found
+        self.rules = rules
+        self.text = text
+        self.passed = passed
 
     def of_kind(self, kind: str) -> list[Hit]:
         return [h for h in self.found.hits if self.rules[h.rule].kind == kind]
