@@ -35,8 +35,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import chain
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 import re2
@@ -44,6 +45,10 @@ import re2
 from faultline._util.files import read_text_file, sha256_bytes
 from faultline.errors import InputError
 from faultline.scoring.matcher import SetMatch, Span, compile_set, re2_options, span_finder
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "FORMAT",
@@ -191,6 +196,7 @@ class CompiledHead:
         self.bias = spec.bias
         self._features = [spec.features[name] for name in feature_names]
         self._weights = list(spec.weights)
+        self._weight_array: NDArray[np.float64] | None = None  # for logit_batch, made on first use
         self._match: SetMatch | None = None
         if spec.phrases:
             self._match = compile_set([phrase_pattern(p) for p in spec.phrases])
@@ -200,6 +206,17 @@ class CompiledHead:
         if self._match is None:
             return []
         return sorted(self._match(_encode(text[: self.window])))
+
+    def present_batch(self, texts: Iterable[str]) -> list[list[int]]:
+        """:meth:`present` for many texts: one set over all of them, its automaton kept warm.
+
+        Run between other sets (the rules', the other head's) the set's DFA states fall out
+        of the CPU's caches; one pass over a batch is about a third cheaper.
+        """
+        match, window = self._match, self.window
+        if match is None:
+            return [[] for _ in texts]
+        return [sorted(match(_encode(text[:window]))) for text in texts]
 
     def logit(self, present: Iterable[int], features: Sequence[float]) -> float:
         """The head's log-odds for these phrases and rule features (summed in a fixed order)."""
@@ -211,6 +228,42 @@ class CompiledHead:
             total += weights[i]
         return total
 
+    def logit_batch(
+        self, present: Sequence[Sequence[int]], features: Sequence[Sequence[float]]
+    ) -> list[float]:
+        """:meth:`logit` for many responses at once: the same sums, in the same order.
+
+        Each response's total starts at the bias, adds its features times their weights,
+        then its phrases' weights in the order given, one addition at a time, as
+        :meth:`logit` does; numpy adds the k-th term of every response that has one at once.
+
+        Args:
+            present: Each response's phrases.
+            features: One column per rule feature, in order: its value for each response.
+        """
+        import numpy as np  # not at import time: `faultline --help` need not load numpy
+
+        n = len(present)
+        if n == 0:
+            return []
+        if self._weight_array is None:
+            self._weight_array = np.asarray(self._weights, dtype=np.float64)
+        totals = np.full(n, self.bias, dtype=np.float64)
+        for w, column in zip(self._features, features, strict=True):
+            totals += w * np.fromiter(column, np.float64, n)
+        lengths = np.fromiter(map(len, present), np.int64, n)
+        weights = self._weight_array[
+            np.fromiter(chain.from_iterable(present), np.int64, int(lengths.sum()))
+        ]
+        starts = np.cumsum(lengths) - lengths
+        longest_first = np.argsort(-lengths, kind="stable")
+        longer = n - np.cumsum(np.bincount(lengths))  # responses with more than k phrases
+        for k in range(int(lengths.max(initial=0))):
+            rows = longest_first[: longer[k]]
+            totals[rows] += weights[starts[rows] + k]
+        result: list[float] = totals.tolist()
+        return result
+
     def top(
         self, text: str, present: Sequence[int], sign: Literal[1, -1], limit: int, least: float
     ) -> list[Contribution]:
@@ -220,21 +273,23 @@ class CompiledHead:
         by phrase, so the choice is deterministic. Each is located at its first occurrence.
         """
         weights, phrases = self._weights, self.spec.phrases
-        ranked = sorted(
-            (i for i in present if sign * weights[i] >= least),
-            key=lambda i: (-sign * weights[i], phrases[i]),
-        )[:limit]
-        if not ranked:
+        shown = [i for i in present if sign * weights[i] >= least]
+        if not shown:
             return []
+        ranked = sorted(shown, key=lambda i: (-sign * weights[i], phrases[i]))[:limit]
         window = text[: self.window]
         data = _encode(window)
+        is_ascii = len(data) == len(window)  # then byte offsets are character offsets
         out = []
         for i in ranked:
             span = _span(phrases[i], data)
             if span is None:  # cannot happen while the set and the pattern agree
                 continue
-            start = len(data[: span[0]].decode("utf-8"))
-            end = start + len(data[span[0] : span[1]].decode("utf-8"))
+            if is_ascii:
+                start, end = span
+            else:
+                start = len(data[: span[0]].decode("utf-8"))
+                end = start + len(data[span[0] : span[1]].decode("utf-8"))
             out.append(Contribution(phrases[i], weights[i], start, end))
         return out
 
