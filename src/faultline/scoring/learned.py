@@ -216,7 +216,7 @@ class CompiledHead:
         match, window = self._match, self.window
         if match is None:
             return [[] for _ in texts]
-        return [sorted(match(_encode(text[:window]))) for text in texts]
+        return [sorted(match(text[:window].encode("utf-8", "replace"))) for text in texts]
 
     def logit(self, present: Iterable[int], features: Sequence[float]) -> float:
         """The head's log-odds for these phrases and rule features (summed in a fixed order)."""

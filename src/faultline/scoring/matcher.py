@@ -74,6 +74,8 @@ _PREFIX = re.compile(SENTENCE_START, re.IGNORECASE)  # ours, simple: safe for Py
 _QUOTED = re.compile(r'"[^"\n]{1,2000}"|\u201c[^\u201d\n]{1,2000}\u201d')
 """A quotation on one line, in straight or curly double quotation marks."""
 _MAX_MEM = 256 << 20  # RE2's memory budget for a regex's or a set's DFA cache
+_PREFIX_CACHE = 4096
+"""How many evidence spans' sentence-prefix lengths a matcher remembers (then it starts over)."""
 SET_PATTERNS = 48
 """The most patterns compiled into one RE2 set."""
 
@@ -174,6 +176,9 @@ class Matcher:
         self._sentence = [r.scope == "sentence" for r in pack.rules]
         self._opening = [r.scope == "opening" for r in pack.rules]
         self._boundary = [r.kind == "boundary" for r in pack.rules]
+        # (span at the start of the text?, span) -> length of its sentence prefix: spans
+        # repeat (". I'm sorry, but I can't"), and Python's re costs 2 us a span.
+        self._prefixes: dict[tuple[bool, str], int] = {}
         fulls: list[str] = []
         for index, rule in enumerate(pack.rules):
             flags = "" if rule.case_sensitive else "(?i)"
@@ -288,14 +293,22 @@ class Matcher:
                 out.append(found)
         return out
 
+    def _prefix_length(self, text: str, start: int, end: int) -> int:
+        """:func:`_prefix_of`, remembered for the spans seen last."""
+        key = (start == 0, text[start:end])
+        length = self._prefixes.get(key)
+        if length is None:
+            if len(self._prefixes) >= _PREFIX_CACHE:
+                self._prefixes.clear()
+            length = self._prefixes[key] = _prefix_of(text, start, end)
+        return length
+
     def _hit(
         self, text: str, data: bytes, rule: int, span: tuple[int, int], is_ascii: bool
     ) -> Hit | None:
         start, end = span if is_ascii else (_char_len(data[: span[0]]), _char_len(data[: span[1]]))
         if self._sentence[rule] and (start == 0 or not text[start : start + 1].isalpha()):
-            prefix = _PREFIX.match(text, start, end)
-            if prefix is not None:
-                start = prefix.end()
+            start += self._prefix_length(text, start, end)
         while start < end and text[start].isspace():  # evidence is the words, not the gaps
             start += 1
         while end > start and text[end - 1].isspace():
@@ -307,6 +320,16 @@ class Matcher:
 
 _new_hit: Callable[[type[Hit], tuple[int, int, int]], Hit] = tuple.__new__
 """``Hit(start, rule, end)`` without the named tuple's ``__new__`` in Python: half the cost."""
+
+
+def _prefix_of(text: str, start: int, end: int) -> int:
+    r"""The length of the sentence prefix (:data:`SENTENCE_START`) at ``text[start:end]``.
+
+    The match sees only ``text[start:end]`` and whether ``start`` is the start of the text
+    (``\A``): no lookbehind, and ``\b`` never at its first position.
+    """
+    prefix = _PREFIX.match(text, start, end)
+    return 0 if prefix is None else prefix.end() - start
 
 
 def _char_len(prefix: bytes) -> int:
