@@ -187,19 +187,18 @@ class Scorer:
         """
         batch = list(responses)
         answered = [r for r in batch if r.error is None]
-        found = iter(
-            self._assess_batch(
-                [probes[r.probe_id].expect for r in answered],
-                [r.response or "" for r in answered],
-                [r.truncated for r in answered],
-            )
+        found = self._assess_batch(
+            [probes[r.probe_id].expect for r in answered],
+            [r.response or "" for r in answered],
+            [r.truncated for r in answered],
         )
+        found.reverse()  # popped in order, so each assessment is freed once its case is built
         return [
             self._case(
                 probes[r.probe_id],
                 r,
                 case_id_for(r.probe_id, r.sample, r.model, qualify_model),
-                None if r.error is not None else next(found),
+                None if r.error is not None else found.pop(),
             )
             for r in batch
         ]
