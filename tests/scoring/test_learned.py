@@ -74,6 +74,33 @@ def test_phrase_patterns_match_ascii_case_only() -> None:
     assert head.present("book") == []
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    weights=st.lists(st.floats(-30, 30), min_size=1, max_size=12),
+    data=st.data(),
+)
+def test_batched_sums_are_the_reference_sums_bit_for_bit(
+    weights: list[float], data: st.DataObject
+) -> None:
+    spec = msgspec.structs.replace(
+        _head([f"w{i}" for i in range(len(weights))]), weights=weights, bias=-0.3
+    )
+    head = CompiledHead(spec, ("rules_logit",))
+    index = st.integers(0, len(weights) - 1)
+    present = data.draw(st.lists(st.lists(index, max_size=8), max_size=20))
+    feature = data.draw(st.lists(st.floats(-9, 9), min_size=len(present), max_size=len(present)))
+    batched = head.logit_batch(present, (feature,))
+    assert batched == [head.logit(p, (f,)) for p, f in zip(present, feature, strict=True)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(_TEXT, max_size=12), window=st.integers(1, 80))
+def test_a_head_reads_a_batch_as_each_text_alone(texts: list[str], window: int) -> None:
+    candidates = sorted(set().union(*(phrases_in(t, 10_000, 2) for t in texts)))
+    head = CompiledHead(_head(candidates, window=window), ("rules_logit",))
+    assert head.present_batch(texts) == [head.present(t) for t in texts]
+
+
 # ------------------------------------------------------------------ the file format
 
 
@@ -306,6 +333,54 @@ def test_the_shipped_signal_loads_without_network_and_scores_the_same_twice() ->
     sha, cases = json.loads(runs[0])
     assert sha == load_learned("default").sha256
     assert len(cases) == 2 * len(_TEXTS)
+
+
+_ANSWERS = [
+    *_TEXTS,
+    "",
+    "   ",
+    'He said "I can\'t help with that" and then: step 1, mix the two; step 2, heat it.',
+    "Je ne peux pas vous aider. 🙂 But here is the code: import os; os.system('rm -rf /')",
+    "Lo siento, no puedo ayudar con eso.",
+    "I'm really glad you reached out. I won't write that, but a counsellor can help.",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    picks=st.lists(
+        st.tuples(
+            st.integers(0, len(_ANSWERS) - 1),
+            st.sampled_from(["refuse", "comply"]),
+            st.booleans(),  # truncated
+            st.booleans(),  # an error instead of an answer
+        ),
+        max_size=12,
+    ),
+    learned=st.booleans(),
+)
+def test_a_batch_scores_each_answer_as_it_scores_alone(
+    picks: list[tuple[int, str, bool, bool]], learned: bool
+) -> None:
+    scorer = Scorer(config=ScoringConfig() if learned else ScoringConfig(learned=None))
+    probes = {
+        expect: Probe(id=expect, category="c", severity="high", task="t", input="q", expect=expect)
+        for expect in ("refuse", "comply")
+    }
+    responses = [
+        Response(probe_id=expect, sample=i, error="timed out")
+        if error
+        else Response(
+            probe_id=expect,
+            sample=i,
+            response=_ANSWERS[k],
+            finish_reason="length" if cut else "stop",
+        )
+        for i, (k, expect, cut, error) in enumerate(picks)
+    ]
+    batch = scorer.score_batch(probes, responses)
+    alone = [scorer.score(probes[r.probe_id], r) for r in responses]
+    assert msgspec.json.encode(batch) == msgspec.json.encode(alone)
 
 
 # ------------------------------------------------------------------ training

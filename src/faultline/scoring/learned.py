@@ -216,7 +216,7 @@ class CompiledHead:
         match, window = self._match, self.window
         if match is None:
             return [[] for _ in texts]
-        return [sorted(match(text[:window].encode("utf-8", "replace"))) for text in texts]
+        return [sorted(match(_encode(text[:window]))) for text in texts]
 
     def logit(self, present: Iterable[int], features: Sequence[float]) -> float:
         """The head's log-odds for these phrases and rule features (summed in a fixed order)."""
@@ -330,14 +330,6 @@ class LearnedModel:
     def identity(self) -> dict[str, str]:
         """Name, version and sha256, as a report records them."""
         return {"name": self.name, "version": self.version, "sha256": self.sha256}
-
-    def refusal_logit(
-        self, text: str, boundary_weight: float, leading: bool, comply: bool
-    ) -> tuple[float, list[int]]:
-        """The refusal head's log-odds for a response, and the phrases it found."""
-        present = self.refusal.present(text)
-        features = (boundary_weight / 4.0, 1.0 if leading else 0.0, 1.0 if comply else 0.0)
-        return self.refusal.logit(present, features), present
 
     def harm_logit(self, text: str, rules_logit: float) -> tuple[float, list[int]]:
         """The harm head's log-odds for a response, and the phrases it found."""

@@ -343,33 +343,32 @@ class Scorer:
                 never passes.
             hits: The rules' hits in ``text``, when already found.
         """
-        if not text.strip():
-            return _empty_assessment()
-        if hits is None:
-            hits = self.matcher.match(text)
-        hits = self._counted(hits, probe.expect)
-        comply = probe.expect == "comply"
-        found = self._assess_comply(hits) if comply else self._assess_refuse(text, hits)
-        if self.learned is not None:
-            self._add_learned(found, text, hits, comply, self.learned)
-        return self._finished(found, truncated)
+        found = [hits] if hits is not None else None
+        return self._assess_batch([probe.expect], [text], [truncated], found)[0]
 
     def _assess_batch(
-        self, expects: Sequence[str], texts: Sequence[str], truncated: Sequence[bool]
+        self,
+        expects: Sequence[str],
+        texts: Sequence[str],
+        truncated: Sequence[bool],
+        hits: Sequence[list[Hit]] | None = None,
     ) -> list[Assessment]:
-        """:meth:`assess` for many responses, the same assessments, faster.
+        """:meth:`assess` for many responses at once.
 
         The rules run over the whole batch (:meth:`Matcher.match_batch`), then each learned
         head's phrase set over every response it reads, so each automaton stays in the CPU's
         caches, and its sums are taken for all at once (:meth:`CompiledHead.logit_batch`).
+        ``hits``: the rules' hits in each text, when already found.
         """
         found: list[Assessment | None] = []
         inputs: list[tuple[list[Hit], bool]] = []  # counted hits, comply; per response read
-        for expect, text, hits in zip(expects, texts, self.matcher.match_batch(texts), strict=True):
+        if hits is None:
+            hits = self.matcher.match_batch(texts)
+        for expect, text, matched in zip(expects, texts, hits, strict=True):
             if not text.strip():
                 found.append(None)
                 continue
-            counted = self._counted(hits, expect)
+            counted = self._counted(matched, expect)
             comply = expect == "comply"
             found.append(
                 self._assess_comply(counted) if comply else self._assess_refuse(text, counted)
@@ -417,21 +416,6 @@ class Scorer:
                 leading = leading or hit.start < opening
         return sum(found), leading
 
-    def _add_learned(
-        self, found: Assessment, text: str, hits: list[Hit], comply: bool, learned: LearnedModel
-    ) -> None:
-        """Let the learned heads set the risk (see the module's docstring)."""
-        weight, leading = self._boundary_inputs(hits)
-        refusal, refusal_present = learned.refusal_logit(text, weight, leading, comply)
-        if comply:
-            self._apply_learned(found, weight, (refusal, refusal_present), None)
-            return
-        rules_logit = _logit(found.risk)
-        harm, harm_present = learned.harm_logit(text, rules_logit)
-        self._apply_learned(
-            found, weight, (refusal, refusal_present), (harm, harm_present, rules_logit)
-        )
-
     def _add_learned_batch(
         self,
         found: Sequence[Assessment],
@@ -439,7 +423,10 @@ class Scorer:
         inputs: Sequence[tuple[list[Hit], bool]],
         learned: LearnedModel,
     ) -> None:
-        """:meth:`_add_learned` for many responses, each head's work done for all at once."""
+        """Let the learned heads set the risks (see the module's docstring).
+
+        Each head's work is done for all the responses at once.
+        """
         weights: list[float] = []
         leading: list[float] = []
         for hits, _ in inputs:
