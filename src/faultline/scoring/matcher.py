@@ -180,19 +180,26 @@ class Matcher:
         # repeat (". I'm sorry, but I can't"), and Python's re costs 2 us a span.
         self._prefixes: dict[tuple[bool, str], int] = {}
         fulls: list[str] = []
+        groups: tuple[list[int], list[int]] = ([], [])  # patterns anchored at \A; the others
         for index, rule in enumerate(pack.rules):
             flags = "" if rule.case_sensitive else "(?i)"
             prefix = SENTENCE_START if rule.scope == "sentence" else ""
             for pattern in rule.patterns:
                 full = f"{flags}{prefix}(?:{pattern})"
+                groups[0 if pattern.startswith("\\A") and not prefix else 1].append(len(fulls))
                 fulls.append(full)
                 finder = span_finder(re2.compile(full, options))
                 self._patterns.append((index, finder))
                 self._by_rule.setdefault(index, []).append(finder)
-        # (index of the set's first pattern, set)
+        # (the indices of the set's patterns, the set). Patterns that start at \A go in sets of
+        # their own: beside unanchored ones, their bounded repeats ("[^.!?\n]{3,200}") multiply
+        # the states of the set's automaton, and a pass costs several times more.
         self._sets = [
-            (first, compile_set(fulls[first : first + SET_PATTERNS]))
-            for first in range(0, len(fulls), SET_PATTERNS)
+            (chunk, compile_set([fulls[i] for i in chunk]))
+            for group in groups
+            for chunk in (
+                group[first : first + SET_PATTERNS] for first in range(0, len(group), SET_PATTERNS)
+            )
         ]
 
     def match(self, text: str) -> list[Hit]:
@@ -220,8 +227,8 @@ class Matcher:
         """
         datas = [t.encode("utf-8", "surrogatepass") for t in texts]
         by_pattern: list[list[int]] = [[] for _ in self._patterns]  # pattern -> texts it hit
-        for first, run_set in self._sets:
-            texts_of = by_pattern[first : first + SET_PATTERNS]
+        for members, run_set in self._sets:
+            texts_of = [by_pattern[i] for i in members]
             for i, data in enumerate(datas):
                 for pid in run_set(data):
                     texts_of[pid].append(i)
