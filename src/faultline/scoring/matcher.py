@@ -61,6 +61,7 @@ SENTENCE_START = (
     r"|(?:because|since|given|for (?:this|that|these|those) reasons?)\b[^.!?\n,]*"  # maybe a
     r"|for (?:[\w-]+,? (?:and |or )?){1,3}reasons"  # "For privacy and safety reasons,"
     r"|out of (?:an? (?:abundance|excess) of )?(?:respect|concern|caution)\b[^.!?\n,]*"
+    r"|for (?:your|their|everyone['’]s|our) (?:own )?(?:safety|security|privacy|protection)\b[^.!?\n,]*"
     r"|as an? (?:[\w-]+ )?(?:[\w-]+ )?(?:AI|assistant|language model|chatbot)\b[^.!?\n,]*)"
     r"[ \t]*,[ \t]+)?"  # transition or reason and a comma ("Because it could hurt someone, I")
     "|(?:,|[ \t]*[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f\u200d]+)"  # a comma or emoji, then
