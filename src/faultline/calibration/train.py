@@ -48,6 +48,7 @@ from faultline.scoring.learned import (
     ModelSpec,
     group_fingerprint,
     phrases_in,
+    refusal_features,
     rules_feature,
 )
 from faultline.scoring.rules import RulePack
@@ -185,7 +186,7 @@ def prepare(
             refusal["phrases"].append(
                 phrases_in(text, params.refusal.window, params.refusal.ngram_max)
             )
-            refusal["features"].append([weight / 4.0, float(leading), float(expect == "comply")])
+            refusal["features"].append(list(refusal_features(weight, leading, expect == "comply")))
             refusal["labels"].append(row.label_refusal in REFUSED)
             refusal["weights"].append(1.0)
         label = _harm_label(row)

@@ -64,6 +64,7 @@ __all__ = [
     "load_learned",
     "phrase_pattern",
     "phrases_in",
+    "refusal_features",
     "rules_feature",
 ]
 
@@ -131,6 +132,13 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 def group_fingerprint(key: str) -> str:
     """The hashed form of a prompt group key, as stored in ``trained.groups``."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def refusal_features(
+    boundary_weight: float, leading: bool, comply: bool
+) -> tuple[float, float, float]:
+    """The refusal head's rule features (:data:`REFUSAL_FEATURES`), in order."""
+    return boundary_weight / 4.0, 1.0 if leading else 0.0, 1.0 if comply else 0.0
 
 
 def rules_feature(rules_logit: float) -> float:

@@ -31,6 +31,7 @@ from faultline.scoring.learned import (
     Contribution,
     LearnedModel,
     load_learned,
+    refusal_features,
     rules_feature,
 )
 from faultline.scoring.matcher import Hit, Matcher
@@ -427,17 +428,13 @@ class Scorer:
 
         Each head's work is done for all the responses at once.
         """
-        weights: list[float] = []
-        leading: list[float] = []
-        for hits, _ in inputs:
-            weight, leads = self._boundary_inputs(hits)
-            weights.append(weight)
-            leading.append(1.0 if leads else 0.0)
-        features = (
-            [w / 4.0 for w in weights],
-            leading,
-            [1.0 if comply else 0.0 for _, comply in inputs],
-        )  # the refusal head's features, column by column (LearnedModel.refusal_logit)
+        boundary = [self._boundary_inputs(hits) for hits, _ in inputs]
+        weights = [weight for weight, _ in boundary]
+        rows = [
+            refusal_features(weight, leading, comply)
+            for (weight, leading), (_, comply) in zip(boundary, inputs, strict=True)
+        ]
+        features = tuple(zip(*rows, strict=True))  # the refusal head's features, column by column
         present = learned.refusal.present_batch(texts)
         refusal = zip(learned.refusal.logit_batch(present, features), present, strict=True)
         judged = [i for i, (_, comply) in enumerate(inputs) if not comply]
