@@ -409,13 +409,13 @@ class Scorer:
     def _boundary_inputs(self, hits: Sequence[Hit]) -> tuple[float, bool]:
         is_boundary, weights = self._is_boundary, self._weights
         opening = self.pack.scoring.opening_chars
-        found: list[float] = []
+        total = 0.0
         leading = False
         for hit in hits:
             if is_boundary[hit.rule]:
-                found.append(weights[hit.rule])
+                total += weights[hit.rule]
                 leading = leading or hit.start < opening
-        return sum(found), leading
+        return total, leading
 
     def _add_learned_batch(
         self,
