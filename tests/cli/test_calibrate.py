@@ -408,8 +408,13 @@ def test_train_writes_the_model_beside_the_calibration_by_default(
     [
         (("--train", "--rules-only"), ["--train", "--rules-only"]),
         (("--model-out", "m.json"), ["--model-out", "--train"]),
+        (("--train", "--learned", "other"), ["--learned", "--train"]),
+        (
+            ("--train", "--model-out", "train.jsonl/m.json"),
+            ["--model-out", "train.jsonl is a file, not a directory"],
+        ),
     ],
-    ids=["train-rules-only", "model-out-without-train"],
+    ids=["train-rules-only", "model-out-without-train", "train-learned", "model-out-in-a-file"],
 )
 def test_train_options_that_do_not_fit_exit_2(
     run_cli: Callable[..., Result], tmp_path: Path, args: tuple[str, ...], words: list[str]
@@ -450,6 +455,40 @@ BAD_MODELS: list[tuple[str, str, list[str]]] = [
         ["refusal.bias"],
     ),
     ("not-json", '{"format": "faultline-linear/1",', ["not valid JSON"]),
+    (
+        "groups-not-a-list",
+        _broken_model(lambda m: m["trained"].__setitem__("groups", 5)),
+        ["field 'trained.groups'", "a number (5)", "expected a list"],
+    ),
+    (
+        "groups-of-lists",
+        _broken_model(lambda m: m["trained"].__setitem__("groups", [["a", "b"]])),
+        ["field 'trained.groups'", "strings"],
+    ),
+    (
+        "params-not-a-mapping",
+        _broken_model(lambda m: m["trained"].__setitem__("params", "fast")),
+        ["field 'trained.params'", "a string ('fast')", "expected a mapping"],
+    ),
+    (
+        "params-folds-a-string",
+        _broken_model(lambda m: m["trained"].__setitem__("params", {"folds": "5"})),
+        ["field 'trained.params.folds'", "Expected `int`, got `str`"],
+    ),
+    (
+        "params-one-fold",
+        _broken_model(lambda m: m["trained"].__setitem__("params", {"folds": 1})),
+        ["field 'trained.params.folds'", "got 1", "at least 2 folds"],
+    ),
+    (
+        "params-harm-c-zero",
+        _broken_model(
+            lambda m: m["trained"].__setitem__(
+                "params", {"harm": {"window": 1500, "ngram_max": 2, "c": 0.0}}
+            )
+        ),
+        ["field 'trained.params.harm.c'", "got 0.0", "a positive number"],
+    ),
 ]
 
 
@@ -814,3 +853,157 @@ def test_rows_whose_prompt_is_unlabelled_score_the_unknown_prior(tmp_path: Path)
     written = json.loads((tmp_path / "cal" / "calibration.json").read_text(encoding="utf-8"))
     wrong = {m["id"] for m in written["misclassified"] if m["task"] == "harm"}
     assert wrong == {"unknown"}  # judged harmless at σ(-1.0); the known one harmful at σ(1.0)
+
+
+# --------------------------------------------------------------------------- 6. what a user gets wrong
+
+
+def test_train_names_the_model_after_its_file(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    write_jsonl(tmp_path / "train.jsonl", _training_rows())
+    result = run_cli(
+        "calibrate", "train.jsonl", "--train", "--out", "cal", "--model-out", "my_model.json"
+    )
+    assert result.code == 0, result.stderr
+    assert load_learned(tmp_path / "my_model.json").identity()["name"] == "my_model"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("calibrate", "labelled.jsonl", "--rules-only", "--out", "cal", "--seed", "-1"),
+        ("calibrate", "labelled.jsonl", "--rules-only", "--out", "cal", "--seed", str(2**32)),
+        ("demo", "--out", "cal", "--seed", "-1"),
+    ],
+    ids=["calibrate-negative", "calibrate-too-large", "demo-negative"],
+)
+def test_a_seed_out_of_range_exits_2_before_the_work(
+    run_cli: Callable[..., Result], tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows()[:3])
+    result = run_cli(*args)
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "'--seed'" in result.stderr
+    assert "0<=x<=4294967295" in result.stderr
+    assert not (tmp_path / "cal").exists()
+
+
+def test_an_out_inside_a_file_exits_2_before_the_work(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows()[:3])
+    result = run_cli("calibrate", "labelled.jsonl", "--rules-only", "--out", "labelled.jsonl/cal")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "--out: labelled.jsonl/cal is inside labelled.jsonl, which is a file" in _flat(
+        result.stderr
+    )
+    assert "calibrate: scoring" not in result.stderr  # refused before the work
+
+
+def test_score_into_a_path_inside_a_file_exits_2_naming_it(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    probes, responses = scoring_files
+    result = run_cli("score", "-p", probes, "-r", responses, "-o", f"{responses}/out")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{responses}/out: part of this path is a file, not a directory" in _flat(result.stderr)
+
+
+def test_rows_of_one_training_prompt_cannot_be_measured_out_of_fold(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    if not XSTEST.exists():
+        pytest.skip(f"{XSTEST} is missing: no prompts of the shipped model's training data")
+    with XSTEST.open(encoding="utf-8") as handle:
+        prompt = json.loads(handle.readline())["prompt"]
+    rows = [_row(i, prompt, REFUSALS[i % 3], "refusal") for i in range(4)]
+    write_jsonl(tmp_path / "one.jsonl", rows)
+    result = run_cli("calibrate", "one.jsonl", "--out", "cal")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    for words in ("one.jsonl:", "4 of the rows", "1 distinct prompt", "at least 2 different"):
+        assert words in _flat(result.stderr)
+    assert not (tmp_path / "cal" / "calibration.json").exists()
+    # The rules alone need no folds.
+    assert run_cli("calibrate", "one.jsonl", "--rules-only", "--out", "cal").code == 0
+
+
+@pytest.mark.parametrize("rows", [0, 4], ids=["no-rows", "one-prompt"])
+def test_train_needs_two_prompts(run_cli: Callable[..., Result], tmp_path: Path, rows: int) -> None:
+    prompt = _made_up_prompt(7)
+    write_jsonl(tmp_path / "few.jsonl", [_row(i, prompt, R0, "refusal") for i in range(rows)])
+    result = run_cli("calibrate", "few.jsonl", "--train", "--out", "cal")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{rows} labelled rows with {min(rows, 1)} distinct prompt" in _flat(result.stderr)
+    assert not (tmp_path / "cal" / "learned.json").exists()
+
+
+def test_an_empty_file_is_listed_with_no_rows(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows()[:3])
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    result = run_cli("calibrate", "labelled.jsonl", "empty.jsonl", "--rules-only", "--out", "cal")
+    assert result.code == 0, result.stderr
+    summary = _json(tmp_path / "cal" / "calibration.json")
+    assert summary["files"] == [
+        {"path": "labelled.jsonl", "rows": 3},
+        {"path": "empty.jsonl", "rows": 0},
+    ]
+    assert _group(summary, "file", "empty.jsonl")["rows"] == 0
+
+
+def test_the_same_file_given_twice_exits_2(run_cli: Callable[..., Result], tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows()[:3])
+    result = run_cli(
+        "calibrate", "labelled.jsonl", "./labelled.jsonl", "--rules-only", "--out", "cal"
+    )
+    assert result.code == 2, result.stderr
+    assert "./labelled.jsonl: the same file as 'labelled.jsonl', given twice" in _flat(
+        result.stderr
+    )
+    assert not (tmp_path / "cal").exists()
+
+
+def test_a_field_given_twice_in_a_row_exits_2_naming_it(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    rows = [json.dumps(r) for r in _hand_rows()[:3]]
+    rows[1] = rows[1][:-1] + ', "label_refusal": "compliance"}'
+    (tmp_path / "twice.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = run_cli("calibrate", "twice.jsonl", "--rules-only", "--out", "cal")
+    assert result.code == 2, result.stderr
+    assert "twice.jsonl:2: field 'label_refusal': is given more than once" in _flat(result.stderr)
+    # The same names inside "extra" or inside a string are not the row's fields.
+    row = _hand_rows()[0]
+    row["extra"] = {"id": 1, "label_refusal": {"label_refusal": 2}}
+    row["response"] += ' "label_refusal": "x", {"id": 3}'
+    write_jsonl(tmp_path / "nested.jsonl", [row])
+    assert run_cli("calibrate", "nested.jsonl", "--rules-only", "--out", "cal").code == 0
+
+
+CONTROL = "\x1b[31mred\x1b[0m \x00nul \x07bell \u202eevil.exe \x9bcsi"
+
+
+def test_control_characters_in_the_data_are_shown_as_escapes(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    rows = _hand_rows()[:4]
+    for row in rows:
+        row["source"] = f"src {CONTROL}"
+        row["model"] = f"model {CONTROL}"
+    rows[3]["response"] = f"{HOSTILE} {CONTROL}"  # misclassified: its text is shown
+    write_jsonl(tmp_path / "labelled.jsonl", rows)
+    result = run_cli("calibrate", "labelled.jsonl", "--rules-only", "--out", "cal")
+    assert result.code == 0, result.stderr
+    markdown = (tmp_path / "cal" / "calibration.md").read_text(encoding="utf-8")
+    for shown_as in (r"\\x1b", r"\\x00", r"\\u202e"):  # escaped again for Markdown
+        assert shown_as in markdown
+    for text in (markdown, result.stdout, result.stderr):
+        assert not re.search("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e]", text)
+    assert r"\x1b[31mred" in result.stdout  # the source and model names in the table

@@ -18,6 +18,7 @@ from faultline.errors import InputError
 __all__ = [
     "atomic_write_bytes",
     "atomic_writer",
+    "check_writable_dir",
     "jsonl_objects",
     "open_for_reading",
     "read_text_file",
@@ -75,6 +76,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_writer`)."""
     with atomic_writer(path) as handle:
         handle.write(data)
+
+
+def check_writable_dir(path: Path) -> str | None:
+    """Why ``path`` cannot become a directory faultline writes into, or ``None`` if it can.
+
+    Nothing is created: a command checks where its results go before its work, and a bad
+    path leaves no empty directory behind.
+    """
+    probe = path
+    while not probe.exists():
+        if probe.is_symlink():  # a link to nowhere
+            return f"{probe} is a broken link"
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        part = "is a file" if probe == path else f"is inside {probe}, which is a file"
+        return f"{path} {part}, not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
 
 
 def open_for_reading(path: Path, error: type[InputError], expected: str = "a file") -> BinaryIO:

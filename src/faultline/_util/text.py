@@ -1,11 +1,12 @@
-"""Small text helpers: suggestions for typos and one-line excerpts."""
+"""Small text helpers: suggestions for typos, one-line excerpts, control characters shown."""
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
-__all__ = ["describe_value", "did_you_mean", "excerpt", "one_of"]
+__all__ = ["describe_value", "did_you_mean", "excerpt", "one_of", "visible"]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -35,6 +36,29 @@ def excerpt(text: str, limit: int = 80) -> str:
     if len(flat) <= limit:
         return flat
     return flat[: limit - 1].rstrip() + "…"
+
+
+# C0 controls but tab, line feed and carriage return; DEL and the C1 controls; the characters
+# that reorder or hide text (bidirectional embeddings, overrides and isolates, the zero-width
+# space, the BOM): a terminal runs escape sequences, and a reader is shown text in another
+# order than it is written. Joiners and direction marks stay: emoji and right-to-left scripts
+# need them.
+_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    r"""Show the control characters of untrusted ``text`` as escapes (``\x1b``, ``\u202e``).
+
+    For text that reaches a terminal or a Markdown file: an ESC would run as a terminal
+    escape sequence, NUL makes tools read the file as binary, and a right-to-left override
+    makes the text read in another order than it is written. Tabs and line breaks are kept.
+    """
+    return _HIDDEN.sub(_escape_char, text)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def describe_value(value: object) -> str:

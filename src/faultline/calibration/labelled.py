@@ -26,6 +26,7 @@ only a few milliseconds less on the largest public file (6,160 rows, 7 MB).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -110,6 +111,10 @@ _FIELDS: tuple[str, ...] = LabelledRow.__struct_fields__
 _REQUIRED = ("id", "prompt", "response")
 _NOT_KEY_CHARS = re.compile(r"[^a-z0-9]+")
 _MSGSPEC_FIELD = re.compile(r"at `\$\.([A-Za-z_]+)`")
+# Each field's name as it is written as a key. Inside a JSON string a quote is escaped, so a
+# name seen twice is nearly always a key given twice; a real parse confirms it (a value or a
+# key of "extra" can carry the same name).
+_QUOTED = tuple(f'"{name}"'.encode() for name in _FIELDS)
 
 
 def load_labelled(path: str | Path) -> LabelledFile:
@@ -193,15 +198,40 @@ def _iter_chunks(path: Path) -> Iterator[tuple[int, bytes]]:
 
 def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
     try:
-        return _DECODER.decode(raw)
+        row = _DECODER.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
         message = str(exc)
+    else:
+        if any(raw.count(name) > 1 for name in _QUOTED):
+            _reject_repeated(raw, path, line)
+        return row
     # Slow path, only on bad input: is the line JSON at all, and if so, which field is wrong?
     try:
         obj: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise malformed_line(raw, exc, LabelError, path, line) from None
     raise _explain_invalid(obj, message, path, line)
+
+
+def _reject_repeated(raw: bytes, path: Path, line: int) -> None:
+    """Raise if the row gives a field twice: the decoder keeps the last value without a word."""
+    objects: list[list[tuple[str, Any]]] = []
+
+    def keep(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        objects.append(pairs)
+        return dict(pairs)
+
+    json.loads(raw, object_pairs_hook=keep)  # valid JSON: the decoder has just read it
+    seen: set[str] = set()
+    for key, _ in objects[-1]:  # the row itself is the last object closed
+        if key in seen:
+            raise LabelError(
+                "is given more than once, expected each field once",
+                path=path,
+                line=line,
+                field=key,
+            )
+        seen.add(key)
 
 
 def _explain_invalid(obj: Any, message: str, path: Path, line: int) -> LabelError:

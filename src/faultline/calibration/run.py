@@ -14,6 +14,7 @@ heads on all rows and writes the model file with those out-of-fold figures.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -32,7 +33,6 @@ from faultline.calibration.labelled import (
 from faultline.calibration.markdown import render_markdown
 from faultline.calibration.summary import ScoredRow, summarise
 from faultline.calibration.train import (
-    HeadParams,
     TrainingSet,
     TrainParams,
     fit_model,
@@ -40,10 +40,11 @@ from faultline.calibration.train import (
     prepare,
     scorer_for,
 )
+from faultline.errors import LabelError
 from faultline.probes.model import Probe
 from faultline.responses.model import Response
 from faultline.scoring.case import CaseScore, ScoringConfig
-from faultline.scoring.learned import LearnedModel, group_fingerprint, parse_model
+from faultline.scoring.learned import LearnedError, LearnedModel, group_fingerprint, parse_model
 from faultline.scoring.rules import RulePack
 from faultline.scoring.scorer import Scorer
 
@@ -75,6 +76,15 @@ class _Located:
 
 
 def _load(paths: Sequence[str | Path]) -> tuple[list[_Located], list[LabelledFile]]:
+    given: dict[Path, int] = {}
+    for i, path in enumerate(paths):
+        first = given.setdefault(Path(path).resolve(), i)
+        if first != i:
+            raise LabelError(
+                f"the same file as {str(paths[first])!r}, given twice; expected each file once "
+                "(its rows would count twice)",
+                path=path,
+            )
     files = [load_labelled(p) for p in paths]
     located = [
         _Located(row, str(path), line)
@@ -115,9 +125,24 @@ def _cross_fit(  # noqa: PLR0917 - private, called twice
     config: ScoringConfig,
     progress: Progress | None,
 ) -> dict[int, ScoredRow]:
-    """Score the rows in ``which``, each by heads fitted on the folds without its group."""
+    """Score the rows in ``which``, each by heads fitted on the folds without its group.
+
+    Raises:
+        LabelError: The rows hold fewer than two prompts, so no row can be scored by heads
+            fitted without its prompt.
+    """
     out: dict[int, ScoredRow] = {}
     folds = fold_indices(data)
+    if not folds:
+        prompts = len(set(data.groups))
+        files = ", ".join(dict.fromkeys(at.file for at in located))
+        raise LabelError(
+            f"{len(which):,} of the rows need the learned signal measured without their own "
+            f"prompt, but the labelled rows hold {prompts} distinct "
+            f"prompt{'' if prompts == 1 else 's'}; expected rows with at least 2 different "
+            "prompts (or --rules-only to measure the rules alone)",
+            path=files or None,
+        )
     identity = {"name": pack.name, "version": pack.version, "sha256": pack.sha256}
     for number, test in enumerate(folds, 1):
         wanted = [int(i) for i in test if int(i) in which]
@@ -133,16 +158,61 @@ def _cross_fit(  # noqa: PLR0917 - private, called twice
 
 
 def _params(model: LearnedModel | None) -> TrainParams:
+    """The recipe recorded in ``model`` (``trained.params``), to refit it without some prompts.
+
+    Parameters faultline does not know are left out; a known one of the wrong type or out of
+    range is an error naming it.
+
+    Raises:
+        LearnedError: A recorded parameter is wrong.
+    """
     record = {} if model is None else model.spec.trained.get("params") or {}
+    known = {f.name for f in fields(TrainParams)}
+    values = {k: v for k, v in record.items() if k in known}
     try:
-        known = {f.name for f in fields(TrainParams)}
-        values: dict[str, Any] = {k: v for k, v in record.items() if k in known}
-        for head in ("refusal", "harm"):
-            if isinstance(values.get(head), dict):
-                values[head] = HeadParams(**values[head])
-        return TrainParams(**values)
-    except TypeError:  # a hand-written model with other parameters: use the default recipe
-        return TrainParams()
+        params = msgspec.convert(values, TrainParams)
+    except msgspec.ValidationError as exc:
+        reason, _, where = str(exc).partition(" - at `$")
+        where = where.rstrip("`")
+        raise LearnedError(
+            f"{reason}; expected the training recipe that 'faultline calibrate --train' records",
+            path=None if model is None else model.source,
+            field=f"trained.params{where}",
+        ) from None
+    problem = _params_problem(params)
+    if problem is not None:
+        field, reason = problem
+        raise LearnedError(
+            reason,
+            path=None if model is None else model.source,
+            field=f"trained.params.{field}",
+        )
+    return params
+
+
+def _params_problem(params: TrainParams) -> tuple[str, str] | None:
+    """The first parameter out of its range, and why, or ``None``."""
+    for name, head in (("refusal", params.refusal), ("harm", params.harm)):
+        checks = (
+            ("window", head.window >= 1, "a positive number of characters"),
+            ("ngram_max", 1 <= head.ngram_max <= 8, "1 to 8 tokens"),
+            ("c", head.c > 0 and math.isfinite(head.c), "a positive number"),
+            ("keep", head.keep >= 1, "a positive number of phrases"),
+            ("min_groups", head.min_groups >= 1, "a positive number of prompts"),
+            ("max_share", 0 < head.max_share <= 1, "a share above 0 and at most 1"),
+        )
+        for key, ok, expected in checks:
+            if not ok:
+                return f"{name}.{key}", f"got {getattr(head, key)!r}, expected {expected}"
+    recipe = (
+        ("derived_weight", 0 <= params.derived_weight < math.inf, "a weight of 0 or more"),
+        ("min_source_rows", params.min_source_rows >= 0, "a count of 0 or more"),
+        ("folds", params.folds >= 2, "at least 2 folds"),
+    )
+    for key, ok, expected in recipe:
+        if not ok:
+            return key, f"got {getattr(params, key)!r}, expected {expected}"
+    return None
 
 
 def _scorer_identity(pack: RulePack, learned: LearnedModel | None) -> dict[str, Any]:
@@ -179,6 +249,7 @@ def calibrate(
     located, files = _load(paths)
     scorer = Scorer(pack, config)
     model = scorer.learned
+    params = _params(model)  # checked before the work, whether it is needed or not
     seen: set[int] = set()
     if model is not None:
         seen = {
@@ -193,7 +264,7 @@ def calibrate(
         data = prepare(
             [at.row for at in located],
             pack,
-            _params(model),
+            params,
             files=[
                 {"path": str(p), "rows": len(f.rows)} for p, f in zip(paths, files, strict=True)
             ],
@@ -203,7 +274,11 @@ def calibrate(
         progress("scoring")
     scored = [crossed.get(i) or _score(scorer, at) for i, at in enumerate(located)]
     summary = summarise(
-        scored, scorer=_scorer_identity(pack, model), seed=seed, max_misclassified=max_misclassified
+        scored,
+        scorer=_scorer_identity(pack, model),
+        seed=seed,
+        max_misclassified=max_misclassified,
+        files=[str(p) for p in paths],
     )
     return Calibration(summary, render_markdown(summary))
 
@@ -226,6 +301,14 @@ def train(
         The out-of-fold calibration of the recipe and the new model file's bytes.
     """
     located, files = _load(paths)
+    prompts = len({group_key(at.row) for at in located})
+    if prompts < 2:
+        raise LabelError(
+            f"{len(located):,} labelled rows with {prompts} distinct "
+            f"prompt{'' if prompts == 1 else 's'}; --train measures the recipe on rows whose "
+            "prompt it was fitted without, so it expects rows with at least 2 different prompts",
+            path=", ".join(str(p) for p in paths),
+        )
     params = params or TrainParams()
     record = [
         {"path": Path(p).name, "rows": len(f.rows)} for p, f in zip(paths, files, strict=True)
@@ -238,7 +321,13 @@ def train(
     scored = [crossed.get(i) or _score(rules_only, at) for i, at in enumerate(located)]
     identity = _scorer_identity(pack, None)
     identity["learned"] = {"name": name, "version": version, "sha256": None, "out_of_fold": True}
-    summary = summarise(scored, scorer=identity, seed=seed, max_misclassified=max_misclassified)
+    summary = summarise(
+        scored,
+        scorer=identity,
+        seed=seed,
+        max_misclassified=max_misclassified,
+        files=[str(p) for p in paths],
+    )
     if progress is not None:
         progress("fitting the model on every row")
     spec = fit_model(

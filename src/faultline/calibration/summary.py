@@ -125,11 +125,14 @@ def summarise(
     scorer: Mapping[str, Any],
     seed: int = 0,
     max_misclassified: int | None = None,
+    files: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Measure the scorer's agreement with the human labels of scored rows.
 
     Args:
         scored: The rows with their verdicts, in the order of the files given.
+        files: The files given, in order, so a file without rows is listed too; by default
+            the files of ``scored``.
         scorer: The identity of the scorer (rule pack, learned model), copied as it is.
         seed: The seed of the bootstraps behind the F1 and kappa intervals.
         max_misclassified: The most misclassified rows to keep per task per file; ``None``
@@ -153,7 +156,7 @@ def summarise(
     if max_misclassified is not None and max_misclassified < 0:
         raise ValueError(f"max_misclassified must be at least 0, got {max_misclassified}")
     verdicts = [_verdicts(s) for s in scored]
-    files = list(dict.fromkeys(s.file for s in scored))
+    files = list(dict.fromkeys([*(files or ()), *(s.file for s in scored)]))
     misclassified, left_out = _misclassified(scored, verdicts, files, max_misclassified)
     return {
         "schema_version": SCHEMA_VERSION,

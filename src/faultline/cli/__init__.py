@@ -58,29 +58,53 @@ _register()
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
-    from faultline.cli._console import err
-
     try:
         result = app.main(
             args=list(argv) if argv is not None else None,
             prog_name="faultline",
             standalone_mode=False,
         )
-    except click.exceptions.Exit as exc:
+    except KeyboardInterrupt:
+        return _failed(click.exceptions.Abort())
+    except Exception as exc:  # the CLI's top level: every error becomes an exit code
+        return _failed(exc)
+    return result if isinstance(result, int) else 0
+
+
+def _failed(exc: Exception) -> int:
+    """Report an error the way its kind asks for, and return the exit code."""
+    from rich.text import Text
+
+    from faultline.cli._console import err, shown
+
+    if isinstance(exc, click.exceptions.Exit):
         return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    if isinstance(exc, click.exceptions.Abort):
         err.print("faultline: interrupted")
         return 130
-    except click.ClickException as exc:
+    if isinstance(exc, click.ClickException):
         exc.show()
         return exc.exit_code
-    except FaultlineError as exc:
-        from rich.text import Text
-
-        err.print(Text.assemble(("faultline: error: ", "red"), str(exc)))
-        return exc.exit_code
-    except Exception:  # the CLI's top level: an internal error, reported with its traceback
+    message, code = None, 4
+    if isinstance(exc, FaultlineError):
+        message, code = str(exc), exc.exit_code
+    elif isinstance(exc, OSError) and exc.filename is not None:  # a path the user gave
+        message, code = _path_problem(exc), 2
+    if message is None:  # an internal error, reported with its traceback
         err.print("faultline: internal error (please report it with the traceback below)")
-        traceback.print_exc(file=sys.stderr)
-        return 4
-    return result if isinstance(result, int) else 0
+        traceback.print_exception(exc, file=sys.stderr)
+    else:
+        err.print(Text.assemble(("faultline: error: ", "red"), shown(message)))
+    return code
+
+
+def _path_problem(exc: OSError) -> str:
+    """A file system error on a path the user gave (an --out inside a file, no permission)."""
+    where = str(exc.filename)
+    if isinstance(exc, NotADirectoryError):
+        reason = "part of this path is a file, not a directory"
+    elif isinstance(exc, FileExistsError):
+        reason = "a file is in the way of a directory"
+    else:
+        reason = (exc.strerror or type(exc).__name__).lower()
+    return f"{where}: {reason}; expected a path faultline can read or write"

@@ -19,12 +19,25 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
+from rich.text import Text
+
+from faultline._util.text import visible
 
 if TYPE_CHECKING:
     from faultline.pipeline import ProgressCallback
     from faultline.runner import RunProgress
 
-__all__ = ["err", "out", "progress", "run_progress"]
+__all__ = ["err", "out", "progress", "run_progress", "shown"]
+
+
+def shown(text: str, style: str = "") -> Text:
+    """Text from the data (a model name, a case id, a category) as it may be printed.
+
+    Never markup, and its control characters shown as escapes: an ESC from a responses file
+    would otherwise run as a terminal escape sequence.
+    """
+    return Text(visible(text), style=style)
+
 
 _width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "100"))
 out = Console(highlight=False, width=_width, soft_wrap=False)

@@ -13,6 +13,9 @@ from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS, ScoringConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: A seed: what NumPy and scikit-learn take (0 to 2**32 - 1), checked where it is given.
+SEED = click.IntRange(0, 2**32 - 1)
+
 
 def scoring_options(func: F) -> F:
     """Add the options that shape scoring and the report."""
@@ -50,7 +53,7 @@ def scoring_options(func: F) -> F:
             help="Weights of the severity tiers (default low=0.5,medium=1,high=1.5,critical=2).",
         ),
         click.option(
-            "--seed", type=int, default=0, show_default=True, help="Seed of the failure geometry."
+            "--seed", type=SEED, default=0, show_default=True, help="Seed of the failure geometry."
         ),
         click.option(
             "--observability-min-cases",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from faultline.cli._console import out
+from faultline.cli._console import out, shown
 
 if TYPE_CHECKING:
     from faultline.pipeline import ScoreRun
@@ -64,7 +64,7 @@ def _models(models: dict[str, Any]) -> None:
         ex = s.get("by_expect", {})
         over = ex.get("comply", {}).get("pass_rate")
         table.add_row(
-            Text(name),
+            shown(name),
             f"{s['n']:,}",
             _pct(s["pass_rate"]),
             _pct(ex["refuse"]["pass_rate"]) if "refuse" in ex else "–",
@@ -84,7 +84,7 @@ def _categories(m: dict[str, Any]) -> None:
         parts.append(
             f"{r['category']} (mean risk {r['risk_mean']:.2f}, pass {_pct(s['pass_rate'])})"
         )
-    out.print(Text("Riskiest categories: " + "; ".join(parts)))
+    out.print(shown("Riskiest categories: " + "; ".join(parts)))
 
 
 def _geometry(obs: dict[str, Any] | None) -> None:
@@ -106,8 +106,8 @@ def _geometry(obs: dict[str, Any] | None) -> None:
             str(cl["id"]),
             f"{cl['size']:,}",
             _pct(cl["fail_rate"]),
-            Text(cl["dominant_category"]),
-            Text(", ".join(cl["top_terms"][:5])),
+            shown(cl["dominant_category"]),
+            shown(", ".join(cl["top_terms"][:5])),
         )
     out.print(table)
 

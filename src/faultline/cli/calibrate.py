@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from faultline.cli._console import err, out
-from faultline.cli._options import parse_config
+from faultline.cli._console import err, out, shown
+from faultline.cli._options import SEED, parse_config
 
 
 @click.command("calibrate")
@@ -43,7 +43,8 @@ from faultline.cli._options import parse_config
     default=None,
     metavar="FILE",
     type=click.Path(dir_okay=False),
-    help="Where --train writes the model, named after the file (default: DIR/learned.json).",
+    help="Where --train writes the model, named after the file: my_model.json is 'my_model' "
+    "(default: DIR/learned.json).",
 )
 @click.option(
     "--max-misclassified",
@@ -53,7 +54,7 @@ from faultline.cli._options import parse_config
     help="Misclassified rows kept per task and file in the outputs.",
 )
 @click.option("--pass-threshold", type=float, default=0.5, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the bootstrap.")
 def calibrate_command(  # noqa: PLR0917 - click passes every option
     files: tuple[str, ...],
     out_dir: str,
@@ -78,6 +79,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
     prompt with its training data are scored by the same recipe refitted without their
     prompt (folds split by prompt). Exit 2 on bad input.
     """
+    from faultline._util.files import check_writable_dir
     from faultline.calibration.markdown import headline_rows
     from faultline.calibration.run import calibrate, write_calibration
     from faultline.calibration.run import train as train_model
@@ -88,6 +90,8 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         raise UsageError("--train fits a learned signal; it cannot be --rules-only")
     if model_out is not None and not train:
         raise UsageError("--model-out is where --train writes the model; add --train")
+    if train and learned != "default":
+        raise UsageError("--learned names a model to measure; --train fits a new one instead")
     config = parse_config(
         pass_threshold,
         None,
@@ -95,6 +99,12 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         learned="default" if train else learned,
     )
     pack = load_rule_pack(rules)
+    # Where the results go is checked before the work: a bad path fails now, not after it.
+    target = Path(model_out) if model_out is not None else Path(out_dir) / "learned.json"
+    for where, option in ((Path(out_dir), "--out"), (target.parent, "--model-out")):
+        problem = check_writable_dir(where)
+        if problem is not None:
+            raise UsageError(f"{option}: {problem}; expected a directory faultline can write to")
     start = time.perf_counter()
 
     def note(message: str) -> None:
@@ -105,6 +115,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
             files,
             pack=pack,
             config=config,
+            name=target.stem,
             seed=seed,
             max_misclassified=max_misclassified,
             progress=note,
@@ -120,7 +131,6 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         )
     written = write_calibration(result, out_dir)
     if result.model is not None:
-        target = Path(model_out) if model_out is not None else Path(out_dir) / "learned.json"
         from faultline._util.files import atomic_write_bytes
 
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -150,5 +160,5 @@ def _print_table(rows: list[list[str]]) -> None:
         by, _, name = row[0].partition(": ")
         group = f"{by}: {Path(name).name}" if by == "file" else row[0]
         cells = [group, *(_INTERVAL.sub("", cell) for cell in row[1:])]
-        table.add_row(*(Text(cell) for cell in cells))  # names come from the data: never markup
+        table.add_row(*(shown(cell) for cell in cells))  # names come from the data
     out.print(table)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.text import Text
 
-from faultline.cli._console import out
+from faultline.cli._console import out, shown
 from faultline.cli._render import render_gates, written
 
 _STYLES = {"worse": "bold red", "better": "bold green", "mixed": "bold yellow", "same": "bold"}
@@ -100,13 +100,13 @@ def _summary(result: Mapping[str, Any]) -> None:
         )
     )
     for warning in result["comparable"]:
-        out.print(Text.assemble(("Warning: ", "yellow"), warning["message"]))
+        out.print(Text.assemble(("Warning: ", "yellow"), shown(warning["message"])))
     regressions = c["regressions"]
     if regressions:
         out.print(Text("Regressions, worst first:"))
     for e in regressions[:_SHOWN]:
         out.print(
-            Text(
+            shown(
                 f"  {e['case_id']}  {e['category']}  {e['severity']}  risk "
                 f"{_risk(e['base_risk_score'])} → {_risk(e['new_risk_score'])}"
             )

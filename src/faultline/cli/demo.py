@@ -7,6 +7,7 @@ import time
 import click
 
 from faultline.cli._console import out, progress
+from faultline.cli._options import SEED
 from faultline.cli._render import render_run
 
 
@@ -22,7 +23,7 @@ from faultline.cli._render import render_run
     help="Directory for report.json and report.md.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the failure geometry."
+    "--seed", type=SEED, default=0, show_default=True, help="Seed of the failure geometry."
 )
 def demo_command(out_dir: str, seed: int) -> int:
     """Score real recorded model answers (XSTest v2 and JailbreakBench) and report, offline.

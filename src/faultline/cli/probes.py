@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from faultline._util.files import atomic_write_bytes
-from faultline.cli._console import out
+from faultline.cli._console import out, shown
 from faultline.errors import UsageError
 from faultline.probes import SEVERITIES, builtin_probe_sets, load_probes
 from faultline.probes.importers import (
@@ -59,7 +59,7 @@ def list_command(as_json: bool) -> int:
             r["version"] or "",
             str(r["count"]),
             str(r["benign_controls"]),
-            Text(", ".join(r["categories"])),
+            shown(", ".join(r["categories"])),
         )
     out.print(table)
     return 0
@@ -182,5 +182,5 @@ def _print_counts(probes: list[dict[str, Any]]) -> None:
     for cat, count in sorted(by_category.items(), key=lambda kv: (-kv[1], kv[0])):
         tiers = Counter(p["severity"] for p in probes if p["category"] == cat)
         mix = ", ".join(f"{t} {tiers[t]}" for t in SEVERITIES if tiers[t])
-        table.add_row(Text(cat), str(count), str(benign[cat]), mix)
+        table.add_row(shown(cat), str(count), str(benign[cat]), mix)
     out.print(table)

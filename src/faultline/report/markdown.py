@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from faultline._util.text import excerpt
+from faultline._util.text import excerpt, visible
 
 __all__ = ["escape_md", "mi_reading", "render_markdown"]
 
@@ -26,12 +26,12 @@ _MI_READING = {
 
 
 def escape_md(text: str, limit: int = 160) -> str:
-    """Make untrusted text safe for a Markdown table cell.
+    r"""Make untrusted text safe for a Markdown table cell.
 
     The result is one line cut to ``limit`` characters, with Markdown and HTML syntax
-    escaped and links defused.
+    escaped, links defused and control characters shown as escapes (``\x1b``).
     """
-    flat = excerpt(text, limit)
+    flat = excerpt(visible(text), limit)
     flat = _MD_SPECIAL.sub(r"\\\1", flat)
     return _LINKISH.sub(lambda m: m.group(1)[0] + "\u200b" + m.group(1)[1:], flat)
 

@@ -43,6 +43,7 @@ import msgspec
 import re2
 
 from faultline._util.files import read_text_file, sha256_bytes
+from faultline._util.text import describe_value
 from faultline.errors import InputError
 from faultline.scoring.matcher import SetMatch, Span, compile_set, re2_options, span_finder
 
@@ -404,7 +405,26 @@ def parse_model(data: bytes, source: str) -> ModelSpec:
             raise LearnedError("expected a string", path=source, field=f"rules.{key}")
     _check_head(spec.refusal, "refusal", REFUSAL_FEATURES, source)
     _check_head(spec.harm, "harm", HARM_FEATURES, source)
+    _check_trained(spec.trained, source)
     return spec
+
+
+def _check_trained(trained: dict[str, Any], source: str) -> None:
+    """The parts of ``trained`` that faultline reads: the prompt groups and the recipe."""
+    groups = trained.get("groups", [])
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise LearnedError(
+            f"got {describe_value(groups)}, expected a list of hashed prompt groups (strings)",
+            path=source,
+            field="trained.groups",
+        )
+    params = trained.get("params", {})
+    if not isinstance(params, dict):
+        raise LearnedError(
+            f"got {describe_value(params)}, expected a mapping of training parameters",
+            path=source,
+            field="trained.params",
+        )
 
 
 def _check_head(head: HeadSpec, name: str, features: Sequence[str], source: str) -> None:
