@@ -408,3 +408,164 @@ def test_sample_numbers_too_large_to_pack_are_still_checked(tmp_path: Path) -> N
         )
     assert info.value.line == 22
     assert "first at line 1" in str(info.value)
+
+
+# --------------------------------------------------------------------------- what users feed it
+
+
+def _cli(
+    tmp_path: Path, *args: str, stdin: Any = subprocess.DEVNULL
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "faultline", *args],
+        cwd=tmp_path,
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_responses_from_a_pipe_or_a_fifo_are_refused_not_lost(tmp_path: Path) -> None:
+    probes, responses = _write_run(tmp_path, 40, [None])
+    with responses.open("rb") as stream:  # a pipe: the records would reach one pass only
+        piped = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "faultline",
+                "score",
+                "-p",
+                probes.name,
+                "-r",
+                "/dev/stdin",
+                "-o",
+                "piped",
+            ],
+            cwd=tmp_path,
+            input=stream.read(),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    assert piped.returncode == 2, piped.stderr
+    assert b"/dev/stdin: is a pipe or a device, expected a file" in piped.stderr
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)  # nobody writes to it: reading it would wait for ever
+    waited = _cli(tmp_path, "score", "-p", probes.name, "-r", fifo.name, "-o", "out")
+    assert waited.returncode == 2, waited.stderr
+    assert "fifo.jsonl: is a pipe or a device" in waited.stderr
+    assert not (tmp_path / "out").exists()
+    with responses.open("rb") as stream:  # a file on standard input is a file
+        assert (
+            _cli(
+                tmp_path, "score", "-p", probes.name, "-r", "/dev/stdin", "-o", "ok", stdin=stream
+            ).returncode
+            == 0
+        )
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_a_sample_number_past_64_bits_is_bad_input(tmp_path: Path, kind: str) -> None:
+    probes, _ = _write_run(tmp_path, 40, [None])
+    rows = [{"probe_id": "p001", "response": "a", "sample": 1}]
+    rows.append({"probe_id": "p002", "response": "b", "sample": 2**63})
+    if kind == "jsonl":
+        responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    else:
+        responses = tmp_path / "r.parquet"
+        table = pa.table(
+            {
+                "probe_id": [r["probe_id"] for r in rows],
+                "response": [r["response"] for r in rows],
+                "sample": pa.array([r["sample"] for r in rows], pa.uint64()),
+            }
+        )
+        pq.write_table(table, responses)
+    with pytest.raises(ResponseError) as info:
+        score_files(probes, responses, tmp_path / "out")
+    assert (info.value.field, info.value.line) == ("sample", 2)
+    assert "expected a whole number from 0 to 9223372036854775807" in str(info.value)
+    rows[1]["sample"] = 2**63 - 1
+    assert score_files(probes, write_jsonl(tmp_path / "ok.jsonl", rows), None).report
+
+
+def test_an_inline_run_removes_the_cases_parquet_of_an_earlier_split_run(
+    tmp_path: Path, run_files: tuple[Path, Path]
+) -> None:
+    probes, responses = run_files
+    out = tmp_path / "out"
+    split = _run(probes, responses, out, cases_inline_max=100)
+    assert split["schema_version"] == "2"
+    assert "cases.parquet has all of it" in (out / "report.html").read_text(encoding="utf-8")
+    inline = _run(probes, responses, out)
+    assert inline["schema_version"] == "1"
+    assert not (out / "cases.parquet").exists()
+    assert "report.json has all of it" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_bad_input_in_a_split_run_leaves_no_directory(tmp_path: Path) -> None:
+    probes, _ = _write_run(tmp_path, 10, [None])
+    rows = [{"probe_id": f"p{i:03d}", "response": "fine"} for i in range(30)]
+    rows.append({"probe_id": "p004", "response": "again"})
+    responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    with pytest.raises(ResponseError):
+        score_files(probes, responses, tmp_path / "new" / "out", cases_inline_max=5)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_repeated_answer_in_parquet_is_named_by_row(tmp_path: Path) -> None:
+    probes, _ = _write_run(tmp_path, 10, [None])
+    ids = [f"p{i:03d}" for i in range(30)] + ["p004"]
+    responses = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"probe_id": ids, "response": ["fine"] * len(ids)}), responses)
+    with pytest.raises(ResponseError) as info:
+        score_files(probes, responses, tmp_path / "out", cases_inline_max=5)
+    assert "(first at row 5)" in str(info.value)
+
+
+@_dask
+def test_a_bad_scheduler_address_is_bad_usage_and_a_cluster_without_workers_exit_3(
+    tmp_path: Path,
+) -> None:
+    probes, responses = _write_run(tmp_path, 40, [None])
+    bad = _cli(
+        tmp_path,
+        "score",
+        "-p",
+        probes.name,
+        "-r",
+        responses.name,
+        "-o",
+        "out",
+        "--engine",
+        "dask",
+        "--scheduler",
+        "notanaddress",
+    )
+    assert bad.returncode == 2, bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert "--scheduler: got 'notanaddress', expected the address of a Dask scheduler" in bad.stderr
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) as cluster:
+        empty = _cli(
+            tmp_path,
+            "score",
+            "-p",
+            probes.name,
+            "-r",
+            responses.name,
+            "-o",
+            "out",
+            "--engine",
+            "dask",
+            "--scheduler",
+            cluster.scheduler_address,
+        )
+    assert empty.returncode == 3, empty.stderr
+    assert "Traceback" not in empty.stderr
+    assert f"the Dask cluster at {cluster.scheduler_address} failed" in empty.stderr
+    assert not (tmp_path / "out").exists()

@@ -216,7 +216,7 @@ BAD_LINES = [
         "sample negative",
         {"probe_id": "a", "response": "x", "sample": -1},
         "sample",
-        ["-1", "0 or more"],
+        ["-1", "from 0 to 9223372036854775807"],
     ),
     (
         "sample fraction",

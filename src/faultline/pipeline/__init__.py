@@ -13,6 +13,7 @@ directory survives.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -151,6 +152,7 @@ def score_files(
     digest = hashlib.sha256()
     context = BatchContext(probe_set.by_id, probe_set.name, pack, config)
     spill_dir = None
+    created: list[Path] = []  # the directories of ``out`` this run made, deepest first
     runner = open_engine(engine, context, workers=n_workers, scheduler=scheduler)
     try:
         models: set[str | None] = set()
@@ -169,6 +171,7 @@ def score_files(
                 target=load_numeric_libraries, name="faultline-imports", daemon=True
             ).start()
         else:
+            created = _missing_dirs(Path(out))  # type: ignore[arg-type]
             Path(out).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
             spill_dir = Path(tempfile.mkdtemp(prefix=".faultline-", dir=out))
         layout = Layout({name: i for i, name in enumerate(names)}, len(models) > 1, inline)
@@ -186,6 +189,7 @@ def score_files(
                 on_progress("score", done, size)
     except BaseException:
         _remove(spill_dir)
+        _remove_empty(created)
         raise
     finally:
         runner.close()
@@ -212,8 +216,19 @@ def score_files(
                 "execution": execution,
             },
         )
+    except BaseException:
+        _remove(spill_dir)
+        _remove_empty(created)
+        raise
     finally:
         _remove(spill_dir)
+
+
+def _remove_empty(directories: list[Path]) -> None:
+    """Remove the directories a failed run made, deepest first, where nothing was written."""
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def _report(
@@ -312,6 +327,15 @@ def _worker_count(requested: int | None, size: int, engine: str) -> int:
     if size < PARALLEL_MIN_BYTES:
         return 0
     return requested or os.cpu_count() or 1
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """The directories that ``path.mkdir(parents=True)`` would create, deepest first."""
+    missing = []
+    while not path.exists() and path.parent != path:
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def _remove(directory: Path | None) -> None:

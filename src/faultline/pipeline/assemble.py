@@ -163,7 +163,10 @@ class RunAssembly:
         model, probe, sample = _unpack(self._all_keys()[second])
         name = self.model_names[model] if model < len(self.model_names) else ""
         by = f" by model '{name}'" if name else ""
-        where = f"line {first_line}" if first_path == path else f"{first_path}, line {first_line}"
+        unit = "row" if first_path.name.lower().endswith(".parquet") else "line"
+        where = (
+            f"{unit} {first_line}" if first_path == path else f"{first_path}, {unit} {first_line}"
+        )
         raise ResponseError(
             f"probe '{self.probe_set.probes[probe].id}' sample {sample} is answered twice{by} "
             f"(first at {where}); give each generation its own sample number",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Protocol
 
-from faultline.errors import UsageError
+from faultline.errors import FaultlineError, TargetError, UsageError
 from faultline.pipeline import batch
 from faultline.pipeline.batch import BatchContext, BatchResult, Layout
 from faultline.responses.sources import Piece
@@ -160,10 +160,40 @@ class _Dask:
         else:
             try:
                 self._client = Client(scheduler, timeout="30s")
-            except OSError as exc:
-                raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+            except (ValueError, TypeError) as exc:  # not an address at all
+                raise UsageError(
+                    f"--scheduler: got {scheduler!r}, expected the address of a Dask scheduler "
+                    f"such as tcp://10.0.0.5:8786 ({exc})"
+                ) from None
+            except (OSError, TimeoutError) as exc:
+                raise TargetError(
+                    f"cannot reach the Dask scheduler at {scheduler}: {exc}", target=scheduler
+                ) from None
+        self._where = scheduler or "the local Dask cluster"
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
-        self._context = self._client.scatter(context, broadcast=True)
+        try:
+            self._context = self._client.scatter(context, broadcast=True)
+        except Exception as exc:
+            self.close()
+            failure = self._failure(exc)
+            if failure is exc:
+                raise
+            raise failure from None
+
+    def _failure(self, exc: Exception) -> Exception:
+        """``exc`` as the command line should report it: the cluster's failures are exit 3."""
+        from concurrent.futures import CancelledError
+
+        from distributed.scheduler import KilledWorker
+
+        if isinstance(exc, FaultlineError) or not isinstance(
+            exc, OSError | TimeoutError | CancelledError | KilledWorker
+        ):
+            return exc  # bad input found by a worker, or a bug: as it is
+        reason = str(exc) or type(exc).__name__
+        return TargetError(
+            f"the Dask cluster at {self._where} failed: {reason}", target=self._where
+        )
 
     def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
         return self._ordered((batch.scan, (p,)) for p in pieces)
@@ -174,9 +204,16 @@ class _Dask:
         )
 
     def _ordered(self, calls: Iterable[tuple[Any, tuple[Any, ...]]]) -> Iterator[Any]:
-        return _in_order(
+        results = _in_order(
             lambda fn, args: self._client.submit(fn, *args, pure=False), calls, self.workers
         )
+        try:
+            yield from results
+        except Exception as exc:
+            failure = self._failure(exc)
+            if failure is exc:
+                raise
+            raise failure from exc
 
     def close(self) -> None:
         self._client.close()

@@ -19,6 +19,7 @@ from faultline.report.html import write_html
 from faultline.report.jsonio import read_report, write_report_json
 from faultline.report.markdown import render_markdown
 from faultline.report.model import (
+    CASES_FILE,
     CaseLines,
     Report,
     count_rules,
@@ -175,12 +176,17 @@ def _by_transform(cases: Sequence[CaseScore], probe_set: ProbeSet) -> dict[str, 
 def write_report(report: Report, out: Path) -> list[Path]:
     """Write report.json, report.md and report.html into ``out`` (created if missing), each atomically.
 
+    A report that keeps its cases inline removes the cases.parquet an earlier, larger run left
+    in ``out``, so the directory never holds the cases of another run.
+
     Returns:
         The paths written.
     """
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path, html_path = out / "report.json", out / "report.md", out / "report.html"
     write_report_json(report, json_path)
+    if report.cases_file is None:  # the cases are inline: an earlier run's file is not this run's
+        (out / CASES_FILE).unlink(missing_ok=True)
     atomic_write_bytes(md_path, render_markdown(_plain(report)).encode("utf-8"))
     write_html(report, html_path)
     return [json_path, md_path, html_path]

@@ -21,6 +21,7 @@ from faultline._version import __version__
 from faultline.scoring.case import CaseScore
 
 __all__ = [
+    "CASES_FILE",
     "SCHEMA_VERSION",
     "SPLIT_SCHEMA_VERSION",
     "CaseLines",
@@ -35,6 +36,9 @@ __all__ = [
 SCHEMA_VERSION = "1"
 SPLIT_SCHEMA_VERSION = "2"
 """The schema of a report whose cases are in cases.parquet (docs/report-format.md)."""
+
+CASES_FILE = "cases.parquet"
+"""The name of that file, beside report.json."""
 
 
 def count_rules(matched: Iterable[Any]) -> Counter[tuple[str, str]]:

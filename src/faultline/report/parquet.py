@@ -23,7 +23,7 @@ import msgspec
 import pyarrow as pa
 
 from faultline.errors import InputError
-from faultline.report.model import rule_table
+from faultline.report.model import CASES_FILE, rule_table
 from faultline.report.sampling import StratifiedSampler
 from faultline.responses.model import Usage
 from faultline.scoring.case import CaseScore, Evidence
@@ -41,7 +41,6 @@ __all__ = [
     "rule_counts",
 ]
 
-CASES_FILE = "cases.parquet"
 
 _EVIDENCE = pa.struct(
     [

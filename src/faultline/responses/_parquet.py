@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from faultline._util.files import open_for_reading
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import ResponseError
-from faultline.responses.loader import ResponseBatch
+from faultline.responses.loader import MAX_SAMPLE, ResponseBatch
 from faultline.responses.model import Response, Usage
 
 __all__ = ["decode_batch", "iter_batches", "scan_batch"]
@@ -244,10 +244,19 @@ def _value_problems(
     if "probe_id" in values and (problem := _id_problem(columns["probe_id"], values["probe_id"])):
         problems.append(problem)
     sample = columns.get("sample", pa.nulls(0))
-    if "sample" in values and sample.null_count < n and pc.min(sample).as_py() < 0:
-        row = _first(pc.less(sample, 0))
-        reason = f"got {sample[row].as_py()} in row {{row}}, expected 0 or more"
-        problems.append((row, 2, "sample", reason))
+    if "sample" in values and sample.null_count < n:
+        bounds = pc.min_max(sample)
+        if bounds["min"].as_py() < 0 or bounds["max"].as_py() > MAX_SAMPLE:
+            row = next(  # bad input only: the column's own type may not hold both bounds
+                i
+                for i, v in enumerate(sample.to_pylist())
+                if v is not None and not 0 <= v <= MAX_SAMPLE
+            )
+            reason = (
+                f"got {sample[row].as_py()} in row {{row}}, expected a whole number "
+                f"from 0 to {MAX_SAMPLE}"
+            )
+            problems.append((row, 2, "sample", reason))
     nulls = [pc.is_null(columns[name]) for name in ("response", "error") if name in columns]
     missing = functools.reduce(pc.and_, nulls) if nulls else None
     if missing is None or pc.any(missing).as_py():

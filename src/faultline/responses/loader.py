@@ -39,6 +39,8 @@ CHUNK_BYTES = 4 << 20
 _BOM = b"\xef\xbb\xbf"
 _DECODER = msgspec.json.Decoder(Response)
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
+MAX_SAMPLE = 2**63 - 1
+"""The largest sample number: cases are ordered by it as a 64-bit integer."""
 _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # starts with a literal: re scans for it at memchr speed
 _SPACE_STARTS = (b"\n", b"\r", b" ", b"\t")
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[ \t\r]*[^{\s]")  # a line that starts with no "{"
@@ -288,9 +290,12 @@ def _check_record(record: Response, path: Path, line: int) -> None:
         raise ResponseError(
             "is empty, expected the id of a probe", path=path, line=line, field="probe_id"
         )
-    if record.sample < 0:
+    if not 0 <= record.sample <= MAX_SAMPLE:
         raise ResponseError(
-            f"got {record.sample}, expected 0 or more", path=path, line=line, field="sample"
+            f"got {record.sample}, expected a whole number from 0 to {MAX_SAMPLE}",
+            path=path,
+            line=line,
+            field="sample",
         )
     if record.response is None and record.error is None:
         raise ResponseError(

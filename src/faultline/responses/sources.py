@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -106,9 +107,9 @@ def resolve_sources(spec: str | Path) -> list[Path]:
                 f"is a directory with no responses files in it, expected files ending in {_ACCEPTED}",
                 path=path,
             )
-        return files
+        return _regular(files)
     if path.exists():
-        return [path]
+        return _regular([path])
     if _GLOB_CHARS.isdisjoint(str(spec)):
         raise ResponseError("no such file", path=path)
     files = _glob_files(str(spec))
@@ -116,6 +117,27 @@ def resolve_sources(spec: str | Path) -> list[Path]:
         raise ResponseError(
             f"matches no responses files, expected files ending in {_ACCEPTED}", path=str(spec)
         )
+    return _regular(files)
+
+
+def _regular(files: list[Path]) -> list[Path]:
+    """``files``, if each is a regular file: a pipe or a device cannot be read twice.
+
+    The responses are read twice (once for the model names, once to score them): a pipe
+    would give its records to the first pass only, and a FIFO would wait for a writer.
+    """
+    for path in files:
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            raise ResponseError(f"cannot be read ({exc.strerror or exc})", path=path) from exc
+        if not stat.S_ISREG(mode):
+            raise ResponseError(
+                "is a pipe or a device, expected a file: faultline reads the responses twice "
+                "(once for the model names, once to score them); save the stream to a file "
+                "first (… > responses.jsonl) and score that",
+                path=path,
+            )
     return files
 
 
