@@ -531,40 +531,15 @@ def test_a_bad_scheduler_address_is_bad_usage_and_a_cluster_without_workers_exit
     tmp_path: Path,
 ) -> None:
     probes, responses = _write_run(tmp_path, 40, [None])
-    bad = _cli(
-        tmp_path,
-        "score",
-        "-p",
-        probes.name,
-        "-r",
-        responses.name,
-        "-o",
-        "out",
-        "--engine",
-        "dask",
-        "--scheduler",
-        "notanaddress",
-    )
+    common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
+    bad = _cli(tmp_path, *common, "--scheduler", "notanaddress")
     assert bad.returncode == 2, bad.stderr
     assert "Traceback" not in bad.stderr
     assert "--scheduler: got 'notanaddress', expected the address of a Dask scheduler" in bad.stderr
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) as cluster:
-        empty = _cli(
-            tmp_path,
-            "score",
-            "-p",
-            probes.name,
-            "-r",
-            responses.name,
-            "-o",
-            "out",
-            "--engine",
-            "dask",
-            "--scheduler",
-            cluster.scheduler_address,
-        )
+        empty = _cli(tmp_path, *common, "--scheduler", cluster.scheduler_address)
     assert empty.returncode == 3, empty.stderr
     assert "Traceback" not in empty.stderr
     assert f"the Dask cluster at {cluster.scheduler_address} failed" in empty.stderr
