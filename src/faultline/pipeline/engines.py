@@ -169,7 +169,10 @@ class _Dask:
                 raise TargetError(
                     f"cannot reach the Dask scheduler at {scheduler}: {exc}", target=scheduler
                 ) from None
-        self._where = scheduler or "the local Dask cluster"
+        self._scheduler = scheduler
+        self._where = (
+            "the local Dask cluster" if scheduler is None else f"the Dask cluster at {scheduler}"
+        )
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
         try:
             self._context = self._client.scatter(context, broadcast=True)
@@ -191,9 +194,7 @@ class _Dask:
         ):
             return exc  # bad input found by a worker, or a bug: as it is
         reason = str(exc) or type(exc).__name__
-        return TargetError(
-            f"the Dask cluster at {self._where} failed: {reason}", target=self._where
-        )
+        return TargetError(f"{self._where} failed: {reason}", target=self._scheduler)
 
     def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
         return self._ordered((batch.scan, (p,)) for p in pieces)
