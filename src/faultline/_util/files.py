@@ -20,6 +20,7 @@ __all__ = [
     "atomic_writer",
     "check_writable_dir",
     "jsonl_objects",
+    "missing_dirs",
     "open_for_reading",
     "read_text_file",
     "sha256_bytes",
@@ -84,19 +85,26 @@ def check_writable_dir(path: Path) -> str | None:
     Nothing is created: a command checks where its results go before its work, and a bad
     path leaves no empty directory behind.
     """
-    probe = path
-    while not probe.exists():
-        if probe.is_symlink():  # a link to nowhere
-            return f"{probe} is a broken link"
-        if probe.parent == probe:
-            break
-        probe = probe.parent
+    missing = missing_dirs(path)
+    broken = next((p for p in missing if p.is_symlink()), None)  # a link to nowhere
+    if broken is not None:
+        return f"{broken} is a broken link"
+    probe = missing[-1].parent if missing else path
     if not probe.is_dir():
         part = "is a file" if probe == path else f"is inside {probe}, which is a file"
         return f"{path} {part}, not a directory"
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable"
     return None
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """The directories that ``path.mkdir(parents=True)`` would create, deepest first."""
+    missing = []
+    while not path.exists() and path.parent != path:
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def open_for_reading(path: Path, error: type[InputError], expected: str = "a file") -> BinaryIO:

@@ -127,22 +127,10 @@ def _cross_fit(  # noqa: PLR0917 - private, called twice
 ) -> dict[int, ScoredRow]:
     """Score the rows in ``which``, each by heads fitted on the folds without its group.
 
-    Raises:
-        LabelError: The rows hold fewer than two prompts, so no row can be scored by heads
-            fitted without its prompt.
+    The rows hold at least two prompts (:func:`_require_two_prompts`), so there are folds.
     """
     out: dict[int, ScoredRow] = {}
     folds = fold_indices(data)
-    if not folds:
-        prompts = len(set(data.groups))
-        files = ", ".join(dict.fromkeys(at.file for at in located))
-        raise LabelError(
-            f"{len(which):,} of the rows need the learned signal measured without their own "
-            f"prompt, but the labelled rows hold {prompts} distinct "
-            f"prompt{'' if prompts == 1 else 's'}; expected rows with at least 2 different "
-            "prompts (or --rules-only to measure the rules alone)",
-            path=files or None,
-        )
     identity = {"name": pack.name, "version": pack.version, "sha256": pack.sha256}
     for number, test in enumerate(folds, 1):
         wanted = [int(i) for i in test if int(i) in which]
@@ -155,6 +143,24 @@ def _cross_fit(  # noqa: PLR0917 - private, called twice
         for i in wanted:
             out[i] = _score(scorer, located[i], cross_fitted=True)
     return out
+
+
+def _require_two_prompts(
+    located: Sequence[_Located], paths: Sequence[str | Path], why: str, hint: str = ""
+) -> None:
+    """Raise unless the rows hold two prompts: a fold must leave some prompt out.
+
+    Raises:
+        LabelError: Fewer than two distinct prompts; ``why`` says what needed the folds.
+    """
+    prompts = len({group_key(at.row) for at in located})
+    if prompts < 2:
+        raise LabelError(
+            f"{len(located):,} labelled rows with {prompts} distinct "
+            f"prompt{'' if prompts == 1 else 's'}; {why}, so it expects rows with at least 2 "
+            f"different prompts{hint}",
+            path=", ".join(str(p) for p in paths),
+        )
 
 
 def _params(model: LearnedModel | None) -> TrainParams:
@@ -259,6 +265,13 @@ def calibrate(
         }
     crossed: dict[int, ScoredRow] = {}
     if seen:
+        _require_two_prompts(
+            located,
+            paths,
+            f"{len(seen):,} of the rows are of the model's training prompts, and calibrate "
+            "measures the learned signal on them refitted without their own prompt",
+            " (or --rules-only to measure the rules alone)",
+        )
         if progress is not None:
             progress(f"{len(seen)} rows share a prompt with the model's training data")
         data = prepare(
@@ -301,14 +314,9 @@ def train(
         The out-of-fold calibration of the recipe and the new model file's bytes.
     """
     located, files = _load(paths)
-    prompts = len({group_key(at.row) for at in located})
-    if prompts < 2:
-        raise LabelError(
-            f"{len(located):,} labelled rows with {prompts} distinct "
-            f"prompt{'' if prompts == 1 else 's'}; --train measures the recipe on rows whose "
-            "prompt it was fitted without, so it expects rows with at least 2 different prompts",
-            path=", ".join(str(p) for p in paths),
-        )
+    _require_two_prompts(
+        located, paths, "--train measures the recipe on rows whose prompt it was fitted without"
+    )
     params = params or TrainParams()
     record = [
         {"path": Path(p).name, "rows": len(f.rows)} for p, f in zip(paths, files, strict=True)

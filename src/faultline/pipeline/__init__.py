@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline._util.files import missing_dirs
 from faultline.errors import UsageError
 from faultline.metrics.aggregate import rank_as_listed, with_expected_modes
 from faultline.metrics.transforms import transform_metrics_of_counts, with_transforms
@@ -171,7 +172,7 @@ def score_files(
                 target=load_numeric_libraries, name="faultline-imports", daemon=True
             ).start()
         else:
-            created = _missing_dirs(Path(out))  # type: ignore[arg-type]
+            created = missing_dirs(Path(out))  # type: ignore[arg-type]
             Path(out).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
             spill_dir = Path(tempfile.mkdtemp(prefix=".faultline-", dir=out))
         layout = Layout({name: i for i, name in enumerate(names)}, len(models) > 1, inline)
@@ -216,16 +217,16 @@ def score_files(
                 "execution": execution,
             },
         )
-    except BaseException:
-        _remove(spill_dir)
-        _remove_empty(created)
-        raise
     finally:
         _remove(spill_dir)
+        _remove_empty(created)
 
 
 def _remove_empty(directories: list[Path]) -> None:
-    """Remove the directories a failed run made, deepest first, where nothing was written."""
+    """Remove the directories this run made, deepest first, where nothing was written.
+
+    After a run that wrote its report they hold it, so only a failed run's go.
+    """
     for directory in directories:
         with contextlib.suppress(OSError):
             directory.rmdir()
@@ -327,15 +328,6 @@ def _worker_count(requested: int | None, size: int, engine: str) -> int:
     if size < PARALLEL_MIN_BYTES:
         return 0
     return requested or os.cpu_count() or 1
-
-
-def _missing_dirs(path: Path) -> list[Path]:
-    """The directories that ``path.mkdir(parents=True)`` would create, deepest first."""
-    missing = []
-    while not path.exists() and path.parent != path:
-        missing.append(path)
-        path = path.parent
-    return missing
 
 
 def _remove(directory: Path | None) -> None:

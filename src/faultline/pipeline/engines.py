@@ -13,7 +13,7 @@ import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from faultline.errors import FaultlineError, TargetError, UsageError
 from faultline.pipeline import batch
@@ -178,13 +178,13 @@ class _Dask:
             self._context = self._client.scatter(context, broadcast=True)
         except Exception as exc:
             self.close()
-            failure = self._failure(exc)
-            if failure is exc:
-                raise
-            raise failure from None
+            self._reraise(exc)
 
-    def _failure(self, exc: Exception) -> Exception:
-        """``exc`` as the command line should report it: the cluster's failures are exit 3."""
+    def _reraise(self, exc: Exception) -> NoReturn:
+        """Raise ``exc`` as the command line should report it: the cluster's failures exit 3.
+
+        Called in an ``except`` block: bad input found by a worker, or a bug, goes on as it is.
+        """
         from concurrent.futures import CancelledError
 
         from distributed.scheduler import KilledWorker
@@ -192,9 +192,9 @@ class _Dask:
         if isinstance(exc, FaultlineError) or not isinstance(
             exc, OSError | TimeoutError | CancelledError | KilledWorker
         ):
-            return exc  # bad input found by a worker, or a bug: as it is
+            raise exc
         reason = str(exc) or type(exc).__name__
-        return TargetError(f"{self._where} failed: {reason}", target=self._scheduler)
+        raise TargetError(f"{self._where} failed: {reason}", target=self._scheduler) from exc
 
     def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
         return self._ordered((batch.scan, (p,)) for p in pieces)
@@ -211,10 +211,7 @@ class _Dask:
         try:
             yield from results
         except Exception as exc:
-            failure = self._failure(exc)
-            if failure is exc:
-                raise
-            raise failure from exc
+            self._reraise(exc)
 
     def close(self) -> None:
         self._client.close()
