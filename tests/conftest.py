@@ -33,21 +33,29 @@ class Result:
     stderr: str
 
 
+def faultline_cli(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: Any = subprocess.DEVNULL
+) -> Result:
+    """Run ``python -m faultline ARGS`` in a subprocess, as a user would, from ``cwd``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "faultline", *args],
+        cwd=cwd,
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120", **(env or {})},
+        timeout=600,
+        check=False,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
 @pytest.fixture
 def run_cli(tmp_path: Path) -> Callable[..., Result]:
-    """Run ``python -m faultline ARGS`` in a subprocess, as a user would, from ``tmp_path``."""
+    """:func:`faultline_cli` from ``tmp_path`` (or ``cwd=``)."""
 
     def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
-        proc = subprocess.run(
-            [sys.executable, "-m", "faultline", *args],
-            cwd=cwd or tmp_path,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "COLUMNS": "120", **(env or {})},
-            timeout=600,
-            check=False,
-        )
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        return faultline_cli(cwd or tmp_path, *args, env=env)
 
     return run
 

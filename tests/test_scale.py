@@ -24,7 +24,7 @@ from faultline import score_files
 from faultline.errors import ResponseError
 from faultline.report.build import rerender_report
 from faultline.report.parquet import CASE_SCHEMA, case_of_row
-from tests.conftest import check_report, write_jsonl
+from tests.conftest import Result, check_report, faultline_cli, write_jsonl
 from tests.test_pipeline import FIXED, _write_run
 
 
@@ -413,56 +413,38 @@ def test_sample_numbers_too_large_to_pack_are_still_checked(tmp_path: Path) -> N
 # --------------------------------------------------------------------------- what users feed it
 
 
-def _cli(
-    tmp_path: Path, *args: str, stdin: Any = subprocess.DEVNULL
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "faultline", *args],
-        cwd=tmp_path,
-        stdin=stdin,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=120,
-        check=False,
-    )
+def _cli(cwd: Path, *args: str, stdin: Any = subprocess.DEVNULL) -> Result:
+    """:func:`faultline_cli`, wide enough that its one-line messages stay on one line."""
+    return faultline_cli(cwd, *args, env={"COLUMNS": "200"}, stdin=stdin)
 
 
 def test_responses_from_a_pipe_or_a_fifo_are_refused_not_lost(tmp_path: Path) -> None:
     probes, responses = _write_run(tmp_path, 40, [None])
-    with responses.open("rb") as stream:  # a pipe: the records would reach one pass only
-        piped = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "faultline",
-                "score",
-                "-p",
-                probes.name,
-                "-r",
-                "/dev/stdin",
-                "-o",
-                "piped",
-            ],
-            cwd=tmp_path,
-            input=stream.read(),
-            capture_output=True,
-            timeout=120,
-            check=False,
+    with subprocess.Popen(["cat", str(responses)], stdout=subprocess.PIPE) as cat:
+        piped = _cli(  # a pipe: the records would reach one pass only
+            tmp_path,
+            "score",
+            "-p",
+            probes.name,
+            "-r",
+            "/dev/stdin",
+            "-o",
+            "piped",
+            stdin=cat.stdout,
         )
-    assert piped.returncode == 2, piped.stderr
-    assert b"/dev/stdin: is a pipe or a device, expected a file" in piped.stderr
+    assert piped.code == 2, piped.stderr
+    assert "/dev/stdin: is a pipe or a device, expected a file" in piped.stderr
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)  # nobody writes to it: reading it would wait for ever
     waited = _cli(tmp_path, "score", "-p", probes.name, "-r", fifo.name, "-o", "out")
-    assert waited.returncode == 2, waited.stderr
+    assert waited.code == 2, waited.stderr
     assert "fifo.jsonl: is a pipe or a device" in waited.stderr
     assert not (tmp_path / "out").exists()
     with responses.open("rb") as stream:  # a file on standard input is a file
         assert (
             _cli(
                 tmp_path, "score", "-p", probes.name, "-r", "/dev/stdin", "-o", "ok", stdin=stream
-            ).returncode
+            ).code
             == 0
         )
 
@@ -533,14 +515,14 @@ def test_a_bad_scheduler_address_is_bad_usage_and_a_cluster_without_workers_exit
     probes, responses = _write_run(tmp_path, 40, [None])
     common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
     bad = _cli(tmp_path, *common, "--scheduler", "notanaddress")
-    assert bad.returncode == 2, bad.stderr
+    assert bad.code == 2, bad.stderr
     assert "Traceback" not in bad.stderr
     assert "--scheduler: got 'notanaddress', expected the address of a Dask scheduler" in bad.stderr
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) as cluster:
         empty = _cli(tmp_path, *common, "--scheduler", cluster.scheduler_address)
-    assert empty.returncode == 3, empty.stderr
+    assert empty.code == 3, empty.stderr
     assert "Traceback" not in empty.stderr
     assert f"the Dask cluster at {cluster.scheduler_address} failed" in empty.stderr
     assert not (tmp_path / "out").exists()

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -24,7 +21,7 @@ import pytest
 from faultline.calibration.labelled import LabelledRow, group_key
 from faultline.scoring.learned import group_fingerprint, load_learned
 from faultline.scoring.rules import load_rule_pack
-from tests.conftest import SHARED, Result, check_report, write_jsonl
+from tests.conftest import SHARED, Result, check_report, faultline_cli, write_jsonl
 
 XSTEST = SHARED / "data" / "labeled" / "xstest.jsonl"
 
@@ -91,20 +88,6 @@ rules:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _faultline(cwd: Path, *args: str) -> Result:
-    """``python -m faultline ARGS`` in ``cwd``, as conftest's ``run_cli`` (usable per module)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "faultline", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "120"},
-        timeout=600,
-        check=False,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def _flat(text: str) -> str:
@@ -215,7 +198,7 @@ def hand_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def rules_only_run(hand_dir: Path) -> Result:
     """``calibrate data/labelled.jsonl --rules-only --out rules-only``, run once for the module."""
-    return _faultline(hand_dir, "calibrate", HAND_FILE, "--rules-only", "--out", "rules-only")
+    return faultline_cli(hand_dir, "calibrate", HAND_FILE, "--rules-only", "--out", "rules-only")
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +211,7 @@ def rules_only_summary(hand_dir: Path, rules_only_run: Result) -> dict[str, Any]
 @pytest.fixture(scope="module")
 def learned_run(hand_dir: Path) -> Result:
     """``calibrate data/labelled.jsonl --out learned`` (the default learned signal on), run once."""
-    return _faultline(hand_dir, "calibrate", HAND_FILE, "--out", "learned")
+    return faultline_cli(hand_dir, "calibrate", HAND_FILE, "--out", "learned")
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +250,7 @@ def seen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def seen_run(seen_dir: Path) -> Result:
     """``calibrate seen.jsonl --out learned`` (learned signal on), run once."""
-    return _faultline(seen_dir, "calibrate", "seen.jsonl", "--out", "learned")
+    return faultline_cli(seen_dir, "calibrate", "seen.jsonl", "--out", "learned")
 
 
 @pytest.fixture
@@ -792,7 +775,7 @@ def test_calibrating_twice_gives_identical_files(
     directory_fixture, first_run, out, args = RERUNS[which]
     directory: Path = request.getfixturevalue(directory_fixture)
     assert request.getfixturevalue(first_run).code == 0
-    again = _faultline(directory, "calibrate", *args, "--out", "again-" + which)
+    again = faultline_cli(directory, "calibrate", *args, "--out", "again-" + which)
     assert again.code == 0, again.stderr
     for name in ("calibration.json", "calibration.md"):
         first = (directory / out / name).read_bytes()
@@ -848,7 +831,7 @@ def test_rows_whose_prompt_is_unlabelled_score_the_unknown_prior(tmp_path: Path)
     ]
     write_jsonl(tmp_path / "rows.jsonl", rows)
     args = ("calibrate", "rows.jsonl", "--rules", "prior.yaml", "--rules-only", "--out", "cal")
-    result = _faultline(tmp_path, *args)
+    result = faultline_cli(tmp_path, *args)
     assert result.code == 0, result.stderr
     written = json.loads((tmp_path / "cal" / "calibration.json").read_text(encoding="utf-8"))
     wrong = {m["id"] for m in written["misclassified"] if m["task"] == "harm"}
