@@ -5,7 +5,9 @@ side, and the cases embedded once as JSON for the interactive parts: the failure
 scatter (plotly.js, vendored in ``assets/``, MIT), the searchable case table and the case
 view. Model outputs are hostile, so:
 
-- every string in the HTML is escaped by Jinja's autoescape;
+- every string in the HTML is escaped by Jinja's autoescape, and its control characters
+  (terminal escapes, NUL, the bidirectional overrides that make text read in another order
+  than it is written) are shown as escapes, on the server and by the page's script alike;
 - the embedded JSON has ``<``, ``>``, ``&`` and the two JavaScript line separators escaped,
   so no string can close the ``<script>`` element that holds it;
 - the page's script builds the case table and the case view with ``textContent`` only,
@@ -31,6 +33,7 @@ import msgspec
 import numpy as np
 
 from faultline._util.files import atomic_write_bytes
+from faultline._util.text import visible
 from faultline.report.markdown import mi_reading
 from faultline.report.model import CaseLines, Report
 from faultline.report.sampling import StratifiedSampler
@@ -262,6 +265,7 @@ def template_environment() -> Any:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("faultline.report", "templates"),
         autoescape=True,
+        finalize=_shown,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -271,6 +275,13 @@ def template_environment() -> Any:
     env.filters["num"] = _num
     env.globals["mi_reading"] = mi_reading
     return env
+
+
+def _shown(value: Any) -> Any:
+    """A printed value: strings with their control characters shown; markup marked safe as is."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return visible(value)
+    return value
 
 
 def _pct(value: float | None, digits: int = 1) -> str:

@@ -10,16 +10,27 @@
   var PAGE = 100;
   var state = { sortKey: null, sortDir: 1, page: 0, rows: cases.slice() };
 
+  /* Control characters shown as escapes, as faultline._util.text.visible does on the server:
+   * C0 and C1 controls but tab, line feed and carriage return, and the characters that reorder
+   * or hide text (bidirectional embeddings, overrides and isolates, zero-width space, BOM). */
+  var HIDDEN = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069\ufeff]/g;
+  function shown(s) {
+    return String(s).replace(HIDDEN, function (ch) {
+      var code = ch.charCodeAt(0);
+      return code < 0x100 ? "\\x" + ("0" + code.toString(16)).slice(-2)
+        : "\\u" + ("000" + code.toString(16)).slice(-4);
+    });
+  }
   function el(tag, text, cls) {
     var node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (text !== undefined && text !== null) node.textContent = shown(text);
     if (cls) node.className = cls;
     return node;
   }
   function fmt(v) { return v === null || v === undefined ? "–" : Number(v).toFixed(3); }
   /* Plotly reads a few HTML tags in labels; entities make every character literal. */
   function plain(s) {
-    return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    return shown(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
 
   /* ---- scatter ---------------------------------------------------------------------- */
@@ -161,26 +172,26 @@
     spans.forEach(function (s) {
       var start = s[0], end = Math.min(s[1], text.length);
       if (start < at || start >= end) return;
-      if (start > at) frag.appendChild(document.createTextNode(text.slice(at, start)));
+      if (start > at) frag.appendChild(document.createTextNode(shown(text.slice(at, start))));
       var mark = el("mark", text.slice(start, end), "k-" + s[2]);
       mark.title = s[3] + " (" + s[2] + ")";
       frag.appendChild(mark);
       at = end;
     });
-    if (at < text.length) frag.appendChild(document.createTextNode(text.slice(at)));
+    if (at < text.length) frag.appendChild(document.createTextNode(shown(text.slice(at))));
     return frag;
   }
   function openCase(id) {
     var c = byId[id];
     if (!c) return;
-    document.getElementById("cv-title").textContent = c.id;
-    document.getElementById("cv-meta").textContent =
+    document.getElementById("cv-title").textContent = shown(c.id);
+    document.getElementById("cv-meta").textContent = shown(
       [c.c, c.s, "expects " + c.e, c.st, "risk " + fmt(c.r), "weighted " + fmt(c.w),
        c.m ? "model " + c.m : null, c.cl !== null && c.cl !== undefined ? "cluster " + c.cl : null,
-       c.fm.length ? "modes: " + c.fm.join(", ") : null].filter(Boolean).join(" · ");
-    document.getElementById("cv-explanation").textContent = c.ex;
-    document.getElementById("cv-task").textContent = c.t;
-    document.getElementById("cv-input").textContent = c.in;
+       c.fm.length ? "modes: " + c.fm.join(", ") : null].filter(Boolean).join(" · "));
+    document.getElementById("cv-explanation").textContent = shown(c.ex);
+    document.getElementById("cv-task").textContent = shown(c.t);
+    document.getElementById("cv-input").textContent = shown(c.in);
     document.getElementById("cv-response").replaceChildren(highlighted(c.out, c.ev));
     document.getElementById("cv-cut").hidden = !c.cut;
     var list = document.getElementById("cv-evidence");
@@ -191,7 +202,7 @@
     if (!c.ev.length) list.appendChild(el("li", "none"));
     var err = document.getElementById("cv-error");
     err.hidden = !c.err;
-    err.textContent = c.err ? "Error: " + c.err : "";
+    err.textContent = c.err ? shown("Error: " + c.err) : "";
     if (!dialog.open) dialog.showModal();
   }
   window.faultlineOpenCase = openCase;
