@@ -56,6 +56,7 @@ __all__ = [
 SENTENCE_START = (
     r"(?:(?:\A|\n)[ \t>*_#]*(?:\[[^\]\n]+\]|\([^)\n]+\))[ \t*_]*:?[ \t]*"  # a speaker label
     r"|(?:\A|\n|[.!?;:…][\"'’”)\]*_]*[ \t]+)"  # start of text, of a line, or after a sentence,
+    "[\u00a0\u2000-\u200a\u202f\u3000\ufeff\U0001f300-\U0001faff\u2600-\u27bf\ufe0f\u200d \t]*"  # emoji, spaces,
     r"(?:[ \t>*#_]*(?:that said|that being said|having said that|even so|still|all the same"
     r"|nonetheless|nevertheless|regardless|with that in mind|in any case|either way"  # then
     r"|(?:because|since|given|for (?:this|that|these|those) reasons?)\b[^.!?\n,]*"  # maybe a
