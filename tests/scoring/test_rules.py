@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -110,6 +112,25 @@ def test_minimal_pack_without_defines_or_examples_loads(tmp_path: Path) -> None:
     pack = load_rule_pack(_write(tmp_path / "minimal.yaml", MINIMAL))
     assert [r.label for r in pack.rules] == ["refusal.cant"]
     assert pack.scoring == ScoringModel()
+
+
+def test_scoring_defaults_are_the_documented_ones() -> None:
+    # A pack that leaves a parameter out gets the default docs/scoring.md gives it.
+    docs = (Path(__file__).parents[2] / "docs" / "scoring.md").read_text(encoding="utf-8")
+    documented = {
+        m["name"]: float(m["value"].replace("\u2212", "-"))
+        for m in re.finditer(r"^\| `(?P<name>\w+)` \| (?P<value>[\u2212\d.]+) \|", docs, re.M)
+    }
+    defaults = {f.name: float(getattr(ScoringModel(), f.name)) for f in fields(ScoringModel)}
+    assert documented == defaults
+
+
+def test_pack_without_refusal_then_compliance_min_scores_as_one_with_the_default(
+    tmp_path: Path,
+) -> None:
+    explicit = MINIMAL.replace("rules:", "scoring: {refusal_then_compliance_min: 2.5}\nrules:")
+    left_out = load_rule_pack(_write(tmp_path / "a.yaml", MINIMAL)).scoring
+    assert left_out == load_rule_pack(_write(tmp_path / "b.yaml", explicit)).scoring
 
 
 def test_pack_without_defines_loads(tmp_path: Path) -> None:

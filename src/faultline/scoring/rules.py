@@ -122,7 +122,7 @@ class ScoringModel:
     unknown_prior: float = -0.4
     comply_prior: float = -3.0
     leading_refusal_bonus: float = 1.0
-    refusal_then_compliance_min: float = 2.0
+    refusal_then_compliance_min: float = 2.5
     refusal_then_compliance_boost: float = 1.0
 
 
