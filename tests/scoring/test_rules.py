@@ -204,6 +204,33 @@ def test_applies_to_and_unless_are_read(tmp_path: Path) -> None:
     assert pack.sha256 != load_rule_pack(_write(tmp_path / "q.yaml", PACK)).sha256
 
 
+def test_number_like_name_and_version_are_kept_as_written(tmp_path: Path) -> None:
+    # YAML reads 1.10 as the number 1.1 and 010 as 8; the pack keeps the text in the file.
+    text = PACK.replace("name: mini", "name: 010").replace('version: "1.0"', "version: 1.10")
+    pack = load_rule_pack(_write(tmp_path / "p.yaml", text))
+    assert (pack.name, pack.version) == ("010", "1.10")
+
+
+def test_a_kind_that_is_a_large_list_is_described_not_printed(tmp_path: Path) -> None:
+    big = "[" + ", ".join(["lol"] * 20_000) + "]"
+    text = PACK.replace("failure_modes: []", f"failure_modes: &big {big}").replace(
+        "kind: unsafe", "kind: *big"
+    )
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.field == "kind"
+    assert len(str(err)) < 300
+
+
+def test_a_billion_laughs_pack_is_a_rule_pack_error(tmp_path: Path) -> None:
+    defs = ["&l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
+        f"&l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 6)
+    ]
+    text = PACK.replace("description: A pack for tests.", f"description: [{', '.join(defs)}]")
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.line == 3
+    assert "aliases expand it" in str(err)
+
+
 def test_rule_pack_is_a_rule_pack(tmp_path: Path) -> None:
     assert isinstance(load_rule_pack(_write(tmp_path / "p.yaml", PACK)), RulePack)
 
@@ -280,6 +307,26 @@ BAD = [
         "scope",
         ["'paragraph'", "anywhere, sentence, opening"],
     ),
+    ("name a list", "name: mini", "name: [a, b]", 1, "name", ["a list", "expected a string"]),
+    ("version a mapping", 'version: "1.0"', "version: {a: 1}", 2, "version", ["a mapping"]),
+    (
+        "description a list",
+        "description: A pack for tests.",
+        "description: [a]",
+        3,
+        "description",
+        ["a list"],
+    ),
+    ("summary a list", "summary: a refusal", "summary: [a]", 13, "summary", ["a list", "a string"]),
+    (
+        "rule description a mapping",
+        "summary: a refusal",
+        "description: {a: 1}",
+        13,
+        "description",
+        ["a mapping", "a string"],
+    ),
+    ("kind a list", "kind: boundary", "kind: [boundary]", 10, "kind", ["a list", "safe, unsafe"]),
     ("zero weight", "weight: 2\n", "weight: 0\n", 12, "weight", ["(0)", "above 0 and at most 20"]),
     ("negative weight", "weight: 2\n", "weight: -1\n", 12, "weight", ["(-1)", "above 0"]),
     ("weight above 20", "weight: 2\n", "weight: 20.5\n", 12, "weight", ["(20.5)", "at most 20"]),

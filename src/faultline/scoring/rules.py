@@ -284,11 +284,11 @@ class _PackReader:
             rules.append(rule)
         self.check_unless(rules, seen)
         return RulePack(
-            name=str(doc["name"]),
-            version=self.read_version(doc),
+            name=self.text(doc, "name"),
+            version=self.text(doc, "version"),
             rules=tuple(rules),
             scoring=self.read_scoring(doc.get("scoring"), doc.line_of("scoring")),
-            description=str(doc.get("description") or ""),
+            description=self.text(doc, "description"),
             source=str(self.path),
         )
 
@@ -351,16 +351,16 @@ class _PackReader:
 
         return _DEFINE.sub(sub, pattern)
 
-    def read_version(self, doc: LineDict) -> str:
-        version = doc["version"]
-        if isinstance(version, float):
-            raise self.error(
-                f'got the number {version!r}; quote it (version: "{version}"), since YAML reads '
-                "1.10 as the number 1.1",
-                doc.line_of("version"),
-                "version",
-            )
-        return str(version)
+    def text(self, obj: LineDict, key: str, default: str = "") -> str:
+        """``obj[key]`` as text (a number as written: ``1.10``, not 1.1), or ``default``."""
+        value = obj.get(key)
+        if value is None or value == "":
+            return default
+        if isinstance(value, str):
+            return value
+        if key in obj.number_texts:
+            return obj.number_texts[key]
+        raise self.error(f"got {describe_value(value)}, expected a string", obj.line_of(key), key)
 
     def read_scoring(self, raw: Any, line: int) -> ScoringModel:
         if raw is None:
@@ -398,19 +398,23 @@ class _PackReader:
         label = item["label"]
         if not isinstance(label, str) or not _LABEL.match(label):
             raise self.error(
-                f"got {label!r}, expected lower-case letters, digits, '.', '_' or '-'",
+                f"got {_shown(label)}, expected lower-case letters, digits, '.', '_' or '-'",
                 at("label"),
                 "label",
             )
         kind, scope = item["kind"], item.get("scope", "anywhere")
-        if kind not in KINDS:
-            raise self.error(f"got {kind!r}, expected {one_of(KINDS)}", at("kind"), "kind")
-        if scope not in SCOPES:
-            raise self.error(f"got {scope!r}, expected {one_of(SCOPES)}", at("scope"), "scope")
-        applies_to = item.get("applies_to", "any")
-        if applies_to not in APPLIES_TO:
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise self.error(f"got {_shown(kind)}, expected {one_of(KINDS)}", at("kind"), "kind")
+        if not isinstance(scope, str) or scope not in SCOPES:
             raise self.error(
-                f"got {applies_to!r}, expected {one_of(APPLIES_TO)}", at("applies_to"), "applies_to"
+                f"got {_shown(scope)}, expected {one_of(SCOPES)}", at("scope"), "scope"
+            )
+        applies_to = item.get("applies_to", "any")
+        if not isinstance(applies_to, str) or applies_to not in APPLIES_TO:
+            raise self.error(
+                f"got {_shown(applies_to)}, expected {one_of(APPLIES_TO)}",
+                at("applies_to"),
+                "applies_to",
             )
         self.unless_lines[label] = at("unless")
         weight = item["weight"]
@@ -448,8 +452,8 @@ class _PackReader:
             applies_to=applies_to,
             unless=self.string_list(item, "unless"),
             failure_modes=self.string_list(item, "failure_modes"),
-            summary=str(item.get("summary") or label),
-            description=" ".join(str(item.get("description") or "").split()),
+            summary=self.text(item, "summary", label),
+            description=" ".join(self.text(item, "description").split()),
             examples_match=self.string_list(examples, "match", "examples.match"),
             examples_no_match=self.string_list(examples, "no_match", "examples.no_match"),
             line=line,
@@ -491,6 +495,11 @@ class _PackReader:
                 field_name or key,
             )
         return tuple(value)
+
+
+def _shown(value: object) -> str:
+    """A bad value for a message: a string quoted, anything else described (never expanded)."""
+    return repr(value) if isinstance(value, str) else describe_value(value)
 
 
 def _reason(exc: Exception) -> str:
