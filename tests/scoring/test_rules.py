@@ -7,6 +7,9 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import re2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from faultline.errors import InputError, RulePackError, UsageError
 from faultline.scoring.rules import KINDS, SCOPES, Rule, RulePack, ScoringModel, load_rule_pack
@@ -213,7 +216,7 @@ def test_number_like_name_and_version_are_kept_as_written(tmp_path: Path) -> Non
 
 def test_a_kind_that_is_a_large_list_is_described_not_printed(tmp_path: Path) -> None:
     big = "[" + ", ".join(["lol"] * 20_000) + "]"
-    text = PACK.replace("failure_modes: []", f"failure_modes: &big {big}").replace(
+    text = PACK.replace('match: ["I can\'t help with that."]', f"match: &big {big}").replace(
         "kind: unsafe", "kind: *big"
     )
     err = _load_error(_write(tmp_path / "p.yaml", text))
@@ -369,6 +372,38 @@ BAD = [
         "patterns[0]",
         ["'a*'", "matches empty text"],
     ),
+    (
+        "zero-width pattern",
+        "I {{cant}} help",
+        "\\\\b",
+        15,
+        "patterns[0]",
+        ["'\\b'", "can match empty text next to a character"],
+    ),
+    (
+        "backreference shown as written",
+        "I {{cant}} help",
+        "(a)\\\\1",
+        15,
+        "patterns[0]",
+        ["'(a)\\1'"],
+    ),
+    (
+        "unknown failure mode",
+        "failure_modes: [operational_instructions]",
+        "failure_modes: [operational_instruction]",
+        24,
+        "failure_modes[0]",
+        ["'operational_instruction'", "did you mean 'operational_instructions'?"],
+    ),
+    (
+        "unknown failure mode in a block list",
+        "failure_modes: [operational_instructions]",
+        "failure_modes:\n      - system_prompt_leakage\n      - leakage_of_secrets",
+        26,
+        "failure_modes[1]",
+        ["'leakage_of_secrets'", "failure_modes.yaml"],
+    ),
     ("empty pattern list", '["step \\\\d+"]', "[]", 23, "patterns", ["non-empty list"]),
     ("pattern a number", '["step \\\\d+"]', "[5]", 23, "patterns", ["pattern strings"]),
     (
@@ -514,6 +549,56 @@ def test_bad_pack_names_file_line_and_field(  # noqa: PLR0917 - one parameter pe
     _assert_located(err, path, line, field)
     for word in words:
         assert word in str(err)
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"\b", r"a|\b", r"(?:foo)?\b", r"x*\b", r"\b|\n", r"\b(?:-)?", r"(?m)^\b"]
+)
+def test_a_pattern_that_can_match_empty_text_within_a_response_is_refused(
+    tmp_path: Path, pattern: str
+) -> None:
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert (err.line, err.field) == (7, "patterns[0]")
+    assert f"'{pattern}' can match empty text" in str(err)
+
+
+@pytest.mark.parametrize("pattern", [r"\bfoo\b", r"\b\B", r"[^a]+", r"^foo", r"foo$", r"\Bing\b"])
+def test_a_pattern_whose_matches_are_never_empty_loads(tmp_path: Path, pattern: str) -> None:
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    assert load_rule_pack(_write(tmp_path / "p.yaml", text)).rules[0].patterns == (pattern,)
+
+
+_ATOMS = [r"\b", r"\B", "a", "b*", "^", "$", "(?m)^", "(?m)$", " ", r"\n?", "|", "(?:a|)"]
+
+
+@given(
+    atoms=st.lists(st.sampled_from(_ATOMS), min_size=1, max_size=4),
+    texts=st.lists(st.text(alphabet="ab \n", min_size=1, max_size=6), max_size=5),
+)
+def test_a_pattern_that_loads_never_matches_empty_text(
+    tmp_path_factory: pytest.TempPathFactory, atoms: list[str], texts: list[str]
+) -> None:
+    pattern = "".join(atoms)
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    path = _write(tmp_path_factory.mktemp("zw") / "p.yaml", text)
+    try:
+        load_rule_pack(path)
+    except RulePackError:
+        return
+    compiled = re2.compile(pattern)
+    for response in texts:
+        assert all(m.end() > m.start() for m in compiled.finditer(response)), (pattern, response)
+
+
+def test_a_huge_pattern_is_cut_in_the_message(tmp_path: Path) -> None:
+    pattern = "(" + "a" * 5000  # RE2's reason repeats the whole pattern
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.field == "patterns[0]"
+    assert "RE2 cannot compile '(aaaa" in str(err)
+    assert "…" in str(err)
+    assert len(str(err)) < 400
 
 
 def test_missing_rules_names_the_field(tmp_path: Path) -> None:
