@@ -183,3 +183,56 @@ def test_values_pyyaml_cannot_construct_are_input_errors(text: str) -> None:
 def test_date_like_values_stay_text(text: str) -> None:
     # Ids and versions that look like dates are strings, not (possibly impossible) dates.
     assert load_yaml(f"a: {text}\n", path="doc.yaml", error=ProbeError) == {"a": text}
+
+
+def test_numbers_keep_the_text_they_were_written_as() -> None:
+    doc = _load("a: 010\nb: 0x1F\nc: 1.10\nd: 1_000\ne: 7\nf: .inf\ng: '010'\nh: text\n")
+    assert isinstance(doc, LineDict)
+    assert (doc["a"], doc["b"], doc["c"]) == (8, 31, 1.1)  # the values stay YAML's
+    assert doc.number_texts == {
+        "a": "010",
+        "b": "0x1F",
+        "c": "1.10",
+        "d": "1_000",
+        "e": "7",
+        "f": ".inf",
+    }
+
+
+def test_a_merged_number_keeps_its_text_until_an_own_key_overrides_it() -> None:
+    doc = _load("base: &b {id: 010}\nkept:\n  <<: *b\nreplaced:\n  <<: *b\n  id: x\n")
+    assert isinstance(doc, LineDict)
+    assert doc["kept"].number_texts == {"id": "010"}
+    assert doc["replaced"].number_texts == {}
+
+
+def _laughs(levels: int) -> str:
+    """A "billion laughs": each level a list of ten aliases to the level below."""
+    defs = ["&l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
+        f"&l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, levels + 1)
+    ]
+    return "name: x\ndescription: [" + ", ".join(defs) + "]\n"
+
+
+def _merge_laughs(levels: int) -> str:
+    """The same with merge keys, which copy each merged mapping's keys into the next."""
+    defs = ["&m0 {" + ", ".join(f"a{i}: 1" for i in range(10)) + "}"] + [
+        f"&m{i} {{<<: [{', '.join([f'*m{i - 1}'] * 10)}], k{i}: 1}}" for i in range(1, levels + 1)
+    ]
+    return "name: x\ndescription: [" + ", ".join(defs) + "]\n"
+
+
+@pytest.mark.parametrize("text", [_laughs(5), _merge_laughs(5)], ids=["lists", "merge-keys"])
+def test_aliases_that_expand_past_the_limit_are_an_input_error(text: str) -> None:
+    err = _error(text)
+    assert (err.path, err.line) == ("doc.yaml", 2)
+    assert "aliases expand it to more than 1,000,000 values" in str(err)
+
+
+def test_aliases_within_the_limit_load() -> None:
+    # 2,000 uses of a 101-value list: 202,000 values added, well within the limit.
+    text = "base: &b [" + ", ".join(["x"] * 100) + "]\nuses: [" + ", ".join(["*b"] * 2000) + "]\n"
+    doc = _load(text)
+    assert isinstance(doc, LineDict)
+    assert len(doc["uses"]) == 2000
+    assert doc["uses"][1999] == ["x"] * 100

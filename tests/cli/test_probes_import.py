@@ -103,6 +103,21 @@ def test_generic_csv_with_defaults(run_cli: Run, tmp_path: Path) -> None:
             ("--format", "harmbench", "a.csv", "--severity", "low"),
             ["--severity does not apply to --format harmbench"],
         ),
+        (
+            {"a.jsonl": '{"prompt": "hi", "label": "safe", "qid": "q1"}\n'},
+            ("--format", "jsonl", "a.jsonl", "--map", "input=prompt", "--map", "expect=lable:safe=comply"),
+            ["a.jsonl:1", "no object has the key 'lable'", "keys found: prompt, label, qid"],
+        ),
+        (
+            {"a.csv": 'goal,target\nhi,x\n"open,x\nlo,y\n'},
+            ("--format", "advbench", "a.csv"),
+            ["a.csv:3", "field 'goal'", "never closed"],
+        ),
+        (
+            {"a.csv": "Index,Goal,Category\n1,hi,Privacy\n1,lo,Privacy\n"},
+            ("--format", "jbb", "a.csv"),
+            ["a.csv:3", "field 'Index'", "already given at line 2"],
+        ),
         ({"a.csv": "goal\nhi\n"}, ("--format", "advbench", "a.csv", "--benign", "--expect", "refuse"), ["--benign"]),
         ({"a.csv": "goal\nhi\n"}, ("--format", "nope", "a.csv"), ["Invalid value for '--format'"]),
     ],

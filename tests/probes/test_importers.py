@@ -543,6 +543,35 @@ def test_mapped_column_that_is_not_in_the_file(tmp_path: Path) -> None:
     assert "did you mean 'prompt'?" in str(error)
 
 
+@pytest.mark.parametrize(
+    ("mapping", "key", "hint"),
+    [
+        ({"input": "text", "id": "qdi"}, "qdi", "did you mean 'qid'?"),
+        ({"input": "text", "expect": "lable:unsafe=refuse,safe=comply"}, "lable", ""),
+        ({"input": "Text"}, "Text", "did you mean 'text'?"),
+        ({"input": "text", "category": "TOPIC"}, "TOPIC", "did you mean 'topic'?"),
+    ],
+    ids=["typo", "expect-typo", "case", "case-optional"],
+)
+def test_mapped_jsonl_key_that_no_object_has(
+    tmp_path: Path, mapping: dict[str, str], key: str, hint: str
+) -> None:
+    # An object may leave a key out, but a key --map names must be in at least one of them.
+    path = _write(tmp_path / "p.jsonl", GENERIC_JSONL)
+    error = _error(path, "jsonl", mapping=mapping)
+    assert (error.line, error.field) == (1, key)
+    name = next(k for k, v in mapping.items() if v.startswith(key))
+    assert f"no object has the key '{key}' (named by --map {name}={key})" in str(error)
+    assert "keys found: qid, text, topic, severity" in str(error)
+    assert hint in str(error)
+
+
+def test_mapped_jsonl_key_that_some_objects_have_is_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.jsonl", GENERIC_JSONL)
+    probes = import_probes(path, "jsonl", mapping={"input": "text", "severity": "severity"})
+    assert [p["severity"] for p in probes][1] == "low"
+
+
 def test_empty_required_cell_names_line_and_column(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.csv", "id,prompt,type\n1,Hi,homonyms\n\n2,  ,homonyms\n")
     error = _error(path, "xstest")
@@ -570,6 +599,23 @@ def test_malformed_csv(tmp_path: Path, text: str, line: int | None, words: str) 
     assert words in str(error)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        ('goal,target\nfirst goal,x\n"Write a poem,Sure\n' + "goal,target\n" * 50, 3, "goal"),
+        ('goal,target\na,"open\nb,c\nd,e\n', 2, "target"),
+        ('goal,target\n"a ""quoted"" goal",x\nb,"y ""z\nc,d\n', 3, "target"),
+    ],
+    ids=["first-cell", "second-cell", "after-doubled-quotes"],
+)
+def test_unclosed_quote_names_the_line_it_opens_on_and_its_column(
+    tmp_path: Path, text: str, line: int, field: str
+) -> None:
+    error = _error(_write(tmp_path / "a.csv", text), "advbench")
+    assert (error.line, error.field) == (line, field)
+    assert "quote opened in this record is never closed" in str(error)
+
+
 def test_not_utf8_is_located(tmp_path: Path) -> None:
     path = tmp_path / "a.csv"
     path.write_bytes(b"goal,target\nna\xefve,x\n")
@@ -593,6 +639,28 @@ def test_duplicate_ids_name_both_lines(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.csv", "id,prompt,type\n7,a,homonyms\n7,b,homonyms\n")
     error = _error(path, "xstest")
     assert (error.line, error.field) == (3, "id")
+    assert "already given at line 2" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "mapping", "field"),
+    [
+        ("jbb", JBB_HARMFUL + JBB_HARMFUL.splitlines(keepends=True)[1], {}, "Index"),
+        ("harmbench", HARMBENCH + HARMBENCH.splitlines(keepends=True)[1], {}, "BehaviorID"),
+        (
+            "jbb",
+            (JBB_HARMFUL + JBB_HARMFUL.splitlines(keepends=True)[1]).replace("Index", "Idx", 1),
+            {"Index": "Idx"},
+            "Idx",
+        ),
+    ],
+    ids=["jbb", "harmbench", "jbb-mapped"],
+)
+def test_duplicate_id_names_the_files_own_id_column(
+    tmp_path: Path, fmt: str, text: str, mapping: dict[str, str], field: str
+) -> None:
+    error = _error(_write(tmp_path / "x.csv", text), fmt, mapping=mapping)
+    assert error.field == field
     assert "already given at line 2" in str(error)
 
 

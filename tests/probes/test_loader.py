@@ -471,6 +471,96 @@ def test_a_date_like_id_is_text(tmp_path: Path) -> None:
     assert [p.id for p in load_probes(path)] == ["2024-13-45"]
 
 
+NUMBER_LIKE = ["010", "0x1F", "1.10", "1_000", ".inf", "7", "-7", "+7", "1.0e+3", "0b101", "1:20"]
+
+
+@pytest.mark.parametrize("written", NUMBER_LIKE)
+def test_a_number_like_id_category_or_task_is_kept_as_written(tmp_path: Path, written: str) -> None:
+    # YAML reads 010 as 8 and 1.10 as 1.1; the probe keeps the text in the file.
+    text = (
+        f"- id: {written}\n  category: {written}\n  severity: low\n  task: {written}\n  input: hi\n"
+    )
+    (probe,) = load_probes(_write(tmp_path / "p.yaml", text))
+    assert (probe.id, probe.category, probe.task) == (written, written, written)
+
+
+def test_number_like_header_fields_are_kept_as_written(tmp_path: Path) -> None:
+    text = "name: 010\nversion: 1.10\ndescription: 1_000\nprobes:\n" + "".join(
+        "  " + line + "\n" for line in GOOD_YAML.splitlines()
+    )
+    probes = load_probes(_write(tmp_path / "p.yaml", text))
+    assert (probes.name, probes.version, probes.description) == ("010", "1.10", "1_000")
+
+
+def test_a_jsonl_whole_number_id_is_text_and_a_fraction_is_refused(tmp_path: Path) -> None:
+    (probe,) = load_probes(write_jsonl(tmp_path / "a.jsonl", [_probe(id=7)]))
+    assert probe.id == "7"
+    err = _load_error(write_jsonl(tmp_path / "b.jsonl", [_probe(id=1.1)]))
+    assert (err.line, err.field) == (1, "id")
+    assert "quote it" in str(err)
+
+
+@given(written=st.text(alphabet="0123456789abcdefxXoO._+-:eE", min_size=1, max_size=12))
+@example(written="010")
+@example(written="0x1F")
+@example(written="1_0.1_0")
+def test_a_plain_id_yaml_reads_as_text_or_a_number_loads_as_written(
+    tmp_path_factory: pytest.TempPathFactory, written: str
+) -> None:
+    try:
+        value = yaml.safe_load(f"k: {written}\n")["k"]
+    except (yaml.YAMLError, TypeError):
+        return
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
+        return
+    if isinstance(value, str) and value != written:
+        return
+    text = f"- id: {written}\n  category: c\n  severity: low\n  task: t\n  input: hi\n"
+    path = _write(tmp_path_factory.mktemp("ids") / "p.yaml", text)
+    assert [p.id for p in load_probes(path)] == [written.strip()]
+
+
+@pytest.mark.parametrize("key", ["name", "version", "description"])
+@pytest.mark.parametrize("value", ["[a, b]", "{a: 1}", "true"], ids=["list", "mapping", "boolean"])
+def test_a_header_field_that_is_not_text_names_its_line(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    header = {"name": "x", "version": "'1'", "description": "d", key: value}
+    text = (
+        "".join(f"{k}: {v}\n" for k, v in header.items())
+        + "probes:\n"
+        + "".join("  " + line + "\n" for line in GOOD_YAML.splitlines())
+    )
+    path = _write(tmp_path / "p.yaml", text)
+    err = _load_error(path)
+    assert (err.path, err.line, err.field) == (str(path), list(header).index(key) + 1, key)
+    assert "expected a string" in str(err)
+
+
+@pytest.mark.parametrize("key", ["severity", "expect"])
+def test_a_choice_that_is_a_large_list_is_described_not_printed(tmp_path: Path, key: str) -> None:
+    tags = "[" + ", ".join(["lol"] * 20_000) + "]"
+    text = GOOD_YAML.replace('tags: ["owasp:llm01"]', f"tags: &big {tags}")
+    text = text.replace("  severity: low\n" if key == "severity" else "  expect: comply\n", "")
+    text += f"  {key}: *big\n"
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.field == key
+    assert "a list" in str(err)
+    assert len(str(err)) < 300
+
+
+def test_a_billion_laughs_is_a_probe_error_not_a_memory_error(tmp_path: Path) -> None:
+    defs = ["&l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
+        f"&l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 6)
+    ]
+    text = f"description: [{', '.join(defs)}]\nprobes:\n" + "".join(
+        "  " + line + "\n" for line in GOOD_YAML.splitlines()
+    )
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.line == 1
+    assert "aliases expand it" in str(err)
+
+
 def test_yaml_scalar_document_is_rejected(tmp_path: Path) -> None:
     err = _load_error(_write(tmp_path / "p.yaml", "just text\n"))
     assert err.line == 1

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import re2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from faultline.errors import InputError, RulePackError, UsageError
 from faultline.scoring.rules import KINDS, SCOPES, Rule, RulePack, ScoringModel, load_rule_pack
@@ -112,6 +117,25 @@ def test_minimal_pack_without_defines_or_examples_loads(tmp_path: Path) -> None:
     assert pack.scoring == ScoringModel()
 
 
+def test_scoring_defaults_are_the_documented_ones() -> None:
+    # A pack that leaves a parameter out gets the default docs/scoring.md gives it.
+    docs = (Path(__file__).parents[2] / "docs" / "scoring.md").read_text(encoding="utf-8")
+    documented = {
+        m["name"]: float(m["value"].replace("\u2212", "-"))
+        for m in re.finditer(r"^\| `(?P<name>\w+)` \| (?P<value>[\u2212\d.]+) \|", docs, re.M)
+    }
+    defaults = {f.name: float(getattr(ScoringModel(), f.name)) for f in fields(ScoringModel)}
+    assert documented == defaults
+
+
+def test_pack_without_refusal_then_compliance_min_scores_as_one_with_the_default(
+    tmp_path: Path,
+) -> None:
+    explicit = MINIMAL.replace("rules:", "scoring: {refusal_then_compliance_min: 2.5}\nrules:")
+    left_out = load_rule_pack(_write(tmp_path / "a.yaml", MINIMAL)).scoring
+    assert left_out == load_rule_pack(_write(tmp_path / "b.yaml", explicit)).scoring
+
+
 def test_pack_without_defines_loads(tmp_path: Path) -> None:
     text = PACK.replace('defines:\n  cant: "(?:can\'t|cannot)"\n', "").replace("{{cant}}", "can't")
     assert load_rule_pack(_write(tmp_path / "p.yaml", text)).name == "mini"
@@ -181,6 +205,33 @@ def test_applies_to_and_unless_are_read(tmp_path: Path) -> None:
     assert (cant.applies_to, cant.unless) == ("refuse", ("unsafe.steps",))
     assert (steps.applies_to, steps.unless) == ("any", ())
     assert pack.sha256 != load_rule_pack(_write(tmp_path / "q.yaml", PACK)).sha256
+
+
+def test_number_like_name_and_version_are_kept_as_written(tmp_path: Path) -> None:
+    # YAML reads 1.10 as the number 1.1 and 010 as 8; the pack keeps the text in the file.
+    text = PACK.replace("name: mini", "name: 010").replace('version: "1.0"', "version: 1.10")
+    pack = load_rule_pack(_write(tmp_path / "p.yaml", text))
+    assert (pack.name, pack.version) == ("010", "1.10")
+
+
+def test_a_kind_that_is_a_large_list_is_described_not_printed(tmp_path: Path) -> None:
+    big = "[" + ", ".join(["lol"] * 20_000) + "]"
+    text = PACK.replace('match: ["I can\'t help with that."]', f"match: &big {big}").replace(
+        "kind: unsafe", "kind: *big"
+    )
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.field == "kind"
+    assert len(str(err)) < 300
+
+
+def test_a_billion_laughs_pack_is_a_rule_pack_error(tmp_path: Path) -> None:
+    defs = ["&l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
+        f"&l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 6)
+    ]
+    text = PACK.replace("description: A pack for tests.", f"description: [{', '.join(defs)}]")
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.line == 3
+    assert "aliases expand it" in str(err)
 
 
 def test_rule_pack_is_a_rule_pack(tmp_path: Path) -> None:
@@ -259,6 +310,26 @@ BAD = [
         "scope",
         ["'paragraph'", "anywhere, sentence, opening"],
     ),
+    ("name a list", "name: mini", "name: [a, b]", 1, "name", ["a list", "expected a string"]),
+    ("version a mapping", 'version: "1.0"', "version: {a: 1}", 2, "version", ["a mapping"]),
+    (
+        "description a list",
+        "description: A pack for tests.",
+        "description: [a]",
+        3,
+        "description",
+        ["a list"],
+    ),
+    ("summary a list", "summary: a refusal", "summary: [a]", 13, "summary", ["a list", "a string"]),
+    (
+        "rule description a mapping",
+        "summary: a refusal",
+        "description: {a: 1}",
+        13,
+        "description",
+        ["a mapping", "a string"],
+    ),
+    ("kind a list", "kind: boundary", "kind: [boundary]", 10, "kind", ["a list", "safe, unsafe"]),
     ("zero weight", "weight: 2\n", "weight: 0\n", 12, "weight", ["(0)", "above 0 and at most 20"]),
     ("negative weight", "weight: 2\n", "weight: -1\n", 12, "weight", ["(-1)", "above 0"]),
     ("weight above 20", "weight: 2\n", "weight: 20.5\n", 12, "weight", ["(20.5)", "at most 20"]),
@@ -300,6 +371,38 @@ BAD = [
         15,
         "patterns[0]",
         ["'a*'", "matches empty text"],
+    ),
+    (
+        "zero-width pattern",
+        "I {{cant}} help",
+        "\\\\b",
+        15,
+        "patterns[0]",
+        ["'\\b'", "can match empty text next to a character"],
+    ),
+    (
+        "backreference shown as written",
+        "I {{cant}} help",
+        "(a)\\\\1",
+        15,
+        "patterns[0]",
+        ["'(a)\\1'"],
+    ),
+    (
+        "unknown failure mode",
+        "failure_modes: [operational_instructions]",
+        "failure_modes: [operational_instruction]",
+        24,
+        "failure_modes[0]",
+        ["'operational_instruction'", "did you mean 'operational_instructions'?"],
+    ),
+    (
+        "unknown failure mode in a block list",
+        "failure_modes: [operational_instructions]",
+        "failure_modes:\n      - system_prompt_leakage\n      - leakage_of_secrets",
+        26,
+        "failure_modes[1]",
+        ["'leakage_of_secrets'", "failure_modes.yaml"],
     ),
     ("empty pattern list", '["step \\\\d+"]', "[]", 23, "patterns", ["non-empty list"]),
     ("pattern a number", '["step \\\\d+"]', "[5]", 23, "patterns", ["pattern strings"]),
@@ -446,6 +549,56 @@ def test_bad_pack_names_file_line_and_field(  # noqa: PLR0917 - one parameter pe
     _assert_located(err, path, line, field)
     for word in words:
         assert word in str(err)
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"\b", r"a|\b", r"(?:foo)?\b", r"x*\b", r"\b|\n", r"\b(?:-)?", r"(?m)^\b"]
+)
+def test_a_pattern_that_can_match_empty_text_within_a_response_is_refused(
+    tmp_path: Path, pattern: str
+) -> None:
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert (err.line, err.field) == (7, "patterns[0]")
+    assert f"'{pattern}' can match empty text" in str(err)
+
+
+@pytest.mark.parametrize("pattern", [r"\bfoo\b", r"\b\B", r"[^a]+", r"^foo", r"foo$", r"\Bing\b"])
+def test_a_pattern_whose_matches_are_never_empty_loads(tmp_path: Path, pattern: str) -> None:
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    assert load_rule_pack(_write(tmp_path / "p.yaml", text)).rules[0].patterns == (pattern,)
+
+
+_ATOMS = [r"\b", r"\B", "a", "b*", "^", "$", "(?m)^", "(?m)$", " ", r"\n?", "|", "(?:a|)"]
+
+
+@given(
+    atoms=st.lists(st.sampled_from(_ATOMS), min_size=1, max_size=4),
+    texts=st.lists(st.text(alphabet="ab \n", min_size=1, max_size=6), max_size=5),
+)
+def test_a_pattern_that_loads_never_matches_empty_text(
+    tmp_path_factory: pytest.TempPathFactory, atoms: list[str], texts: list[str]
+) -> None:
+    pattern = "".join(atoms)
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    path = _write(tmp_path_factory.mktemp("zw") / "p.yaml", text)
+    try:
+        load_rule_pack(path)
+    except RulePackError:
+        return
+    compiled = re2.compile(pattern)
+    for response in texts:
+        assert all(m.end() > m.start() for m in compiled.finditer(response)), (pattern, response)
+
+
+def test_a_huge_pattern_is_cut_in_the_message(tmp_path: Path) -> None:
+    pattern = "(" + "a" * 5000  # RE2's reason repeats the whole pattern
+    text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert err.field == "patterns[0]"
+    assert "RE2 cannot compile '(aaaa" in str(err)
+    assert "…" in str(err)
+    assert len(str(err)) < 400
 
 
 def test_missing_rules_names_the_field(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
 """YAML with line numbers, so every error can name the line of the bad field.
 
 :func:`load_yaml` returns plain Python values, except that mappings are :class:`LineDict`
-(a ``dict`` that remembers the line of itself and of each key) and sequences are
-:class:`LineList` (a ``list`` that remembers the line of each item). A key that appears twice
-in one mapping is an error instead of PyYAML's silent "last one wins".
+(a ``dict`` that remembers the line of itself and of each key, and how each number among its
+values was written) and sequences are :class:`LineList` (a ``list`` that remembers the line of
+each item). A key that appears twice in one mapping is an error instead of PyYAML's silent
+"last one wins". Aliases (``*name``) may repeat an anchored value, but a document whose aliases
+expand it by more than :data:`ALIAS_EXPANSION_LIMIT` values (a "billion laughs") is an error,
+found before anything is built.
 """
 
 from __future__ import annotations
@@ -14,16 +17,28 @@ import yaml
 
 from faultline.errors import InputError
 
-__all__ = ["LineDict", "LineList", "line_of", "load_yaml"]
+__all__ = ["ALIAS_EXPANSION_LIMIT", "LineDict", "LineList", "line_of", "load_yaml"]
+
+ALIAS_EXPANSION_LIMIT = 1_000_000
+"""The most values aliases may add to a document, counting each alias as a copy of its value."""
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class LineDict(dict[str, Any]):
-    """A mapping read from YAML, with ``line`` (its own) and ``key_lines`` (each key's)."""
+    """A mapping read from YAML, with ``line`` (its own) and ``key_lines`` (each key's).
+
+    ``number_texts`` holds, for each value YAML read as a number, the number as written:
+    ``010`` (which YAML 1.1 reads as 8), ``0x1F``, ``1.10``, ``1_000``.
+    """
 
     line: int = 0
     key_lines: dict[str, int]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.key_lines = {}
+        self.number_texts: dict[str, str] = {}
 
     def line_of(self, key: str) -> int:
         """The 1-based line of ``key``, or of the mapping when the key is absent."""
@@ -55,6 +70,44 @@ class _ConstructError(Exception):
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand it by more than :data:`ALIAS_EXPANSION_LIMIT`.
+
+    Each node's size counts an alias as a copy of its anchored value; the sizes are found
+    once per node, so the check is linear in the document, not in its expansion.
+    """
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        if finished:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in _children(node))
+        elif id(node) not in entered:  # a node met again while open is a cycle: counted once
+            entered.add(id(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node) if id(c) not in entered)
+    if sizes[id(root)] - len(sizes) <= ALIAS_EXPANSION_LIMIT:
+        return
+    node = root  # follow the largest expansion down, to the smallest node that is too big
+    while (heavy := max(_children(node), key=lambda c: sizes.get(id(c), 1), default=None)) and (
+        sizes.get(id(heavy), 1) > ALIAS_EXPANSION_LIMIT
+    ):
+        node = heavy
+    raise _ConstructError(
+        f"its aliases expand it to more than {ALIAS_EXPANSION_LIMIT:,} values; "
+        "write the repeated values out, or nest fewer aliases",
+        node.start_mark.line + 1,
+    )
 
 
 class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
@@ -63,6 +116,10 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
         first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
     }
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        _check_expansion(node)
+        return super().construct_document(node)
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
@@ -80,7 +137,6 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
         own = {id(k) for k, _ in (node.value if pairs is None else pairs)}
         result = LineDict()
         result.line = node.start_mark.line + 1
-        result.key_lines = {}
         set_by_own: set[str] = set()
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
@@ -94,6 +150,10 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
             # Keys merged in with << come first; the mapping's own keys override them.
             result[key] = self.construct_object(value_node, deep=True)
             result.key_lines[key] = key_node.start_mark.line + 1
+            if isinstance(value_node, yaml.ScalarNode) and value_node.tag in _NUMBER_TAGS:
+                result.number_texts[key] = value_node.value
+            else:
+                result.number_texts.pop(key, None)  # an own key overrode a merged number
         return result
 
     def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:  # noqa: ARG002
@@ -127,8 +187,9 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
         error: The :class:`InputError` subclass to raise.
 
     Raises:
-        InputError: The text is not valid YAML, holds several documents, repeats a key, or
-            nests too deeply.
+        InputError: The text is not valid YAML, holds several documents, repeats a key,
+            nests too deeply, or its aliases expand it by more than
+            :data:`ALIAS_EXPANSION_LIMIT` values.
     """
     try:
         return yaml.load(text, Loader=_LineLoader)

@@ -75,13 +75,13 @@ def load_probes(name_or_path: str | Path) -> ProbeSet:
 def _load_files(name: str, files: list[Path]) -> ProbeSet:
     probes: list[Probe] = []
     locations: dict[str, str] = {}
-    header: Mapping[str, Any] = {}
+    header: Mapping[str, str] | None = None  # the first YAML mapping's
     for file in files:
         if file.suffix == ".jsonl":
             found = _read_jsonl(file)
         else:
             found, file_header = _read_yaml(file)
-            header = header or file_header
+            header = file_header if header is None else header
         for probe, line in found:
             where = f"{file}:{line}"
             if probe.id in locations:
@@ -95,18 +95,19 @@ def _load_files(name: str, files: list[Path]) -> ProbeSet:
             probes.append(probe)
     if not probes:
         raise ProbeError("holds no probes", path=files[0] if len(files) == 1 else files[0].parent)
+    header = header or {}
     return ProbeSet(
-        name=str(header.get("name") or name),
+        name=header.get("name") or name,
         probes=tuple(probes),
-        version=None if header.get("version") is None else str(header["version"]),
-        description=None if header.get("description") is None else str(header["description"]),
+        version=header.get("version"),
+        description=header.get("description"),
         locations=locations,
     )
 
 
-def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
+def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, str] | None]:
     doc = load_yaml(read_text_file(path, ProbeError), path=str(path), error=ProbeError)
-    header: Mapping[str, Any] = {}
+    header: Mapping[str, str] | None = None
     if isinstance(doc, LineDict):
         for key in doc:
             if key not in _HEADER_FIELDS:
@@ -122,14 +123,7 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
                 path=path,
                 line=doc.line,
             )
-        if isinstance(doc.get("version"), float):
-            raise ProbeError(
-                f"got the number {doc['version']!r}; quote it, since YAML reads 1.10 as the number 1.1",
-                path=path,
-                line=doc.line_of("version"),
-                field="version",
-            )
-        header, items = doc, doc["probes"]
+        header, items = _read_header(doc, path), doc["probes"]
     else:
         items = doc
     if items is None:
@@ -148,6 +142,41 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, Any]]:
             )
         out.append((_build_probe(item, path, item.line_of), item.line))
     return out, header
+
+
+def _read_header(doc: LineDict, path: Path) -> dict[str, str]:
+    """The set's ``name``, ``version`` and ``description`` that are given, as text."""
+    header: dict[str, str] = {}
+    for key in ("name", "version", "description"):
+        if doc.get(key) is None:
+            continue
+        value = _as_text(doc, key)
+        if value is None:
+            raise ProbeError(
+                f"got {describe_value(doc[key])}, expected a string",
+                path=path,
+                line=doc.line_of(key),
+                field=key,
+            )
+        header[key] = value
+    return header
+
+
+def _as_text(obj: Mapping[str, Any], key: str) -> str | None:
+    """``obj[key]`` as text: a string, or a number as written; ``None`` for anything else.
+
+    A YAML number keeps the digits in the file (``010``, ``0x1F``, ``1.10``), not the value
+    YAML reads (8, 31, 1.1). A JSON whole number is written one way only; a JSON fraction is
+    not text (``1.10`` reads as 1.1), so it is ``None``: the message asks for a string.
+    """
+    value = obj[key]
+    if isinstance(value, str):
+        return value
+    if isinstance(obj, LineDict) and key in obj.number_texts:
+        return obj.number_texts[key]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def _read_jsonl(path: Path) -> list[tuple[Probe, int]]:
@@ -181,18 +210,19 @@ def _build_probe(obj: Mapping[str, Any], path: Path, line_of: Callable[[str], in
             raise fail(key, "is required but missing")
 
     def text(key: str) -> str:
-        value = obj[key]
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise fail(key, f"got {describe_value(value)}, expected a string")
-        value = str(value)
+        value = _as_text(obj, key)
+        if value is None:
+            hint = "; quote it, since JSON reads 1.10 as 1.1" if isinstance(obj[key], float) else ""
+            raise fail(key, f"got {describe_value(obj[key])}, expected a string{hint}")
         if not value.strip():
             raise fail(key, "is empty, expected a non-empty string")
         return value
 
     def choice(key: str, choices: tuple[str, ...], default: str) -> str:
         value = obj.get(key, default)
-        if value not in choices:
-            raise fail(key, f"got {value!r}, expected {one_of(choices)}")
+        if not isinstance(value, str) or value not in choices:
+            shown = repr(value) if isinstance(value, str) else describe_value(value)
+            raise fail(key, f"got {shown}, expected {one_of(choices)}")
         return str(value)
 
     return Probe(
@@ -224,8 +254,10 @@ def _build_input(value: Any, fail: Callable[[str, str], ProbeError]) -> str | tu
                 "input",
                 f"message {i} is {describe_value(item)}, expected a mapping with exactly role and content",
             )
-        if item["role"] not in ROLES:
-            raise fail("input", f"message {i} has role {item['role']!r}, expected {one_of(ROLES)}")
+        role = item["role"]
+        if not isinstance(role, str) or role not in ROLES:
+            shown = repr(role) if isinstance(role, str) else describe_value(role)
+            raise fail("input", f"message {i} has role {shown}, expected {one_of(ROLES)}")
         if not isinstance(item["content"], str):
             raise fail(
                 "input",

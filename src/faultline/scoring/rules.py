@@ -122,7 +122,7 @@ class ScoringModel:
     unknown_prior: float = -0.4
     comply_prior: float = -3.0
     leading_refusal_bonus: float = 1.0
-    refusal_then_compliance_min: float = 2.0
+    refusal_then_compliance_min: float = 2.5
     refusal_then_compliance_boost: float = 1.0
 
 
@@ -253,6 +253,7 @@ class _PackReader:
         self.path = path
         self.defines: dict[str, str] = {}
         self.unless_lines: dict[str, int] = {}
+        self.vocabulary: dict[str, str] | None = None  # the failure modes, read when needed
 
     def error(self, reason: str, line: int | None, field_name: str | None = None) -> RulePackError:
         return RulePackError(reason, path=self.path, line=line, field=field_name)
@@ -284,11 +285,11 @@ class _PackReader:
             rules.append(rule)
         self.check_unless(rules, seen)
         return RulePack(
-            name=str(doc["name"]),
-            version=self.read_version(doc),
+            name=self.text(doc, "name"),
+            version=self.text(doc, "version"),
             rules=tuple(rules),
             scoring=self.read_scoring(doc.get("scoring"), doc.line_of("scoring")),
-            description=str(doc.get("description") or ""),
+            description=self.text(doc, "description"),
             source=str(self.path),
         )
 
@@ -351,16 +352,16 @@ class _PackReader:
 
         return _DEFINE.sub(sub, pattern)
 
-    def read_version(self, doc: LineDict) -> str:
-        version = doc["version"]
-        if isinstance(version, float):
-            raise self.error(
-                f'got the number {version!r}; quote it (version: "{version}"), since YAML reads '
-                "1.10 as the number 1.1",
-                doc.line_of("version"),
-                "version",
-            )
-        return str(version)
+    def text(self, obj: LineDict, key: str, default: str = "") -> str:
+        """``obj[key]`` as text (a number as written: ``1.10``, not 1.1), or ``default``."""
+        value = obj.get(key)
+        if value is None or value == "":
+            return default
+        if isinstance(value, str):
+            return value
+        if key in obj.number_texts:
+            return obj.number_texts[key]
+        raise self.error(f"got {describe_value(value)}, expected a string", obj.line_of(key), key)
 
     def read_scoring(self, raw: Any, line: int) -> ScoringModel:
         if raw is None:
@@ -398,19 +399,23 @@ class _PackReader:
         label = item["label"]
         if not isinstance(label, str) or not _LABEL.match(label):
             raise self.error(
-                f"got {label!r}, expected lower-case letters, digits, '.', '_' or '-'",
+                f"got {_shown(label)}, expected lower-case letters, digits, '.', '_' or '-'",
                 at("label"),
                 "label",
             )
         kind, scope = item["kind"], item.get("scope", "anywhere")
-        if kind not in KINDS:
-            raise self.error(f"got {kind!r}, expected {one_of(KINDS)}", at("kind"), "kind")
-        if scope not in SCOPES:
-            raise self.error(f"got {scope!r}, expected {one_of(SCOPES)}", at("scope"), "scope")
-        applies_to = item.get("applies_to", "any")
-        if applies_to not in APPLIES_TO:
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise self.error(f"got {_shown(kind)}, expected {one_of(KINDS)}", at("kind"), "kind")
+        if not isinstance(scope, str) or scope not in SCOPES:
             raise self.error(
-                f"got {applies_to!r}, expected {one_of(APPLIES_TO)}", at("applies_to"), "applies_to"
+                f"got {_shown(scope)}, expected {one_of(SCOPES)}", at("scope"), "scope"
+            )
+        applies_to = item.get("applies_to", "any")
+        if not isinstance(applies_to, str) or applies_to not in APPLIES_TO:
+            raise self.error(
+                f"got {_shown(applies_to)}, expected {one_of(APPLIES_TO)}",
+                at("applies_to"),
+                "applies_to",
             )
         self.unless_lines[label] = at("unless")
         weight = item["weight"]
@@ -447,13 +452,33 @@ class _PackReader:
             case_sensitive=case_sensitive,
             applies_to=applies_to,
             unless=self.string_list(item, "unless"),
-            failure_modes=self.string_list(item, "failure_modes"),
-            summary=str(item.get("summary") or label),
-            description=" ".join(str(item.get("description") or "").split()),
+            failure_modes=self.read_failure_modes(item),
+            summary=self.text(item, "summary", label),
+            description=" ".join(self.text(item, "description").split()),
             examples_match=self.string_list(examples, "match", "examples.match"),
             examples_no_match=self.string_list(examples, "no_match", "examples.no_match"),
             line=line,
         )
+
+    def read_failure_modes(self, item: LineDict) -> tuple[str, ...]:
+        modes = self.string_list(item, "failure_modes")
+        raw = item.get("failure_modes")
+        lines = (
+            raw.item_lines
+            if isinstance(raw, LineList)
+            else [item.line_of("failure_modes")] * len(modes)
+        )
+        if modes and self.vocabulary is None:
+            self.vocabulary = failure_mode_vocabulary()
+        for i, (mode, line) in enumerate(zip(modes, lines, strict=True)):
+            if self.vocabulary is not None and mode not in self.vocabulary:
+                raise self.error(
+                    f"got {mode!r}, which is not a failure mode{did_you_mean(mode, self.vocabulary)} "
+                    f"(the vocabulary is {FAILURE_MODES_FILE.name}: {', '.join(self.vocabulary)})",
+                    line,
+                    f"failure_modes[{i}]",
+                )
+        return modes
 
     def read_patterns(self, item: LineDict, line: int) -> tuple[str, ...]:
         raw = item["patterns"]
@@ -469,11 +494,21 @@ class _PackReader:
                 compiled = re2.compile(expanded, _QUIET)
             except re2.error as exc:
                 raise self.error(
-                    f"RE2 cannot compile {pattern!r}: {_reason(exc)}", pline, f"patterns[{i}]"
+                    f"RE2 cannot compile '{_cut(pattern)}': {_cut(_reason(exc), 160)}",
+                    pline,
+                    f"patterns[{i}]",
                 ) from None
             if compiled.search("") is not None:
                 raise self.error(
-                    f"{pattern!r} matches empty text, so it would fire on every response",
+                    f"'{_cut(pattern)}' matches empty text, so it would fire on every response",
+                    pline,
+                    f"patterns[{i}]",
+                )
+            if _matches_zero_width(expanded):
+                raise self.error(
+                    f"'{_cut(pattern)}' can match empty text next to a character (a zero-width "
+                    "match, as \\b gives between a letter and a space), so it would fire on "
+                    "nearly every response and quote nothing",
                     pline,
                     f"patterns[{i}]",
                 )
@@ -491,6 +526,44 @@ class _PackReader:
                 field_name or key,
             )
         return tuple(value)
+
+
+# A zero-width match depends only on the characters either side of it: the start or end of
+# the text, a line break, a word character or another character (for ^, $, \A, \z, \b, \B).
+_SIDES = ("a", " ", "\n")
+_EDGE_ANCHOR = re.compile(r"\\[Az]|\$|(?<!\[)\^")  # may hold one; \b and \B need no edge
+
+
+def _matches_zero_width(pattern: str) -> bool:
+    r"""Whether ``pattern`` can match empty text next to some character (``\b``, ``^``, ``$``).
+
+    Matching empty text with nothing around it is the caller's own check. Each regex below
+    matches only when ``pattern`` matches the empty string at one place in a 1- or 2-character
+    text, so it finds a zero-width match even where a longer one would be found first. The
+    start and end of the text are tried only for a pattern that may anchor there.
+    """
+    checks = [(r"\A(?s:.)(?:" + pattern + r")(?s:.)\z", [b + a for b in _SIDES for a in _SIDES])]
+    if _EDGE_ANCHOR.search(pattern):
+        checks.append((r"\A(?:" + pattern + r")(?s:.)\z", list(_SIDES)))
+        checks.append((r"\A(?s:.)(?:" + pattern + r")\z", list(_SIDES)))
+    for wrapped, texts in checks:
+        try:
+            compiled = re2.compile(wrapped, _QUIET)
+        except re2.error:  # e.g. too large once wrapped; the pattern itself compiled
+            continue
+        if any(compiled.search(text) is not None for text in texts):
+            return True
+    return False
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    """``text`` as written (no escaping), cut to ``limit`` characters with "…"."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown(value: object) -> str:
+    """A bad value for a message: a string quoted, anything else described (never expanded)."""
+    return repr(value) if isinstance(value, str) else describe_value(value)
 
 
 def _reason(exc: Exception) -> str:

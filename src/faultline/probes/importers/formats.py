@@ -201,6 +201,7 @@ class Format:
         build: Turns one row into a draft probe.
         defaults: The ``defaults`` keys the format accepts.
         reader: ``csv``, ``jsonl``, or ``auto`` (``.jsonl`` files as JSONL, others as CSV).
+        id_column: The column holding the source's id, named in a duplicate-id error.
     """
 
     name: str
@@ -210,6 +211,7 @@ class Format:
     build: Callable[[_Row, _Context], _Draft]
     defaults: frozenset[str] = frozenset({"category"})
     reader: str = "auto"
+    id_column: str = "id"
 
 
 _GENERIC_DEFAULTS = frozenset({"category", "severity", "expect"})
@@ -222,6 +224,7 @@ FORMATS: dict[str, Format] = {
             ("Behavior", "SemanticCategory"),
             ("FunctionalCategory", "Tags", "ContextString", "BehaviorID"),
             _harmbench,
+            id_column="BehaviorID",
         ),
         Format("advbench", "AdvBench harmful_behaviors CSV", ("goal",), ("target",), _advbench),
         Format(
@@ -231,6 +234,7 @@ FORMATS: dict[str, Format] = {
             ("Index", "Target", "Behavior", "Source"),
             _jbb,
             frozenset({"category", "expect"}),
+            id_column="Index",
         ),
         Format(
             "xstest",

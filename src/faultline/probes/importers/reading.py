@@ -91,7 +91,7 @@ def import_probes(
         probe = _finish(form.build(row, ctx), fmt, row.number)
         if probe["id"] in seen:
             reason = f"gives id '{probe['id']}', already given at line {seen[probe['id']]}"
-            raise row.error("id", reason)
+            raise row.error(form.id_column, reason)
         seen[probe["id"]] = row.line
         probes.append(probe)
     if not probes:
@@ -158,13 +158,36 @@ def _rows(path: Path, form: Format, mapping: Mapping[str, str]) -> Iterator[_Row
         form.reader == "auto" and path.suffix.lower() in (".jsonl", ".ndjson")
     )
     text = read_text_file(path, ProbeError)
-    records = _jsonl_records(text, path) if jsonl else _csv_records(text, path)
+    records: Iterable[tuple[int, list[str], dict[str, str]]]
+    if jsonl:
+        records = list(_jsonl_records(text, path))
+        _check_mapped_keys(mapping, records, path)
+    else:
+        records = _csv_records(text, path)
     columns: dict[str, str] | None = None
     for number, (line, found, cells) in enumerate(records, start=1):
         # A CSV header is checked once; a JSONL object may leave out optional keys.
         if columns is None or jsonl:
             columns = _columns(form, mapping, found, path, line if jsonl else 1, strict=not jsonl)
         yield _Row({k: cells.get(v, "") for k, v in columns.items()}, line, number, columns, path)
+
+
+def _check_mapped_keys(
+    mapping: Mapping[str, str], records: Sequence[tuple[int, list[str], dict[str, str]]], path: Path
+) -> None:
+    """Each key ``--map`` names is in at least one JSONL object (an object may leave a key out)."""
+    found = list(dict.fromkeys(key for _, keys, _ in records for key in keys))
+    for name, key in mapping.items():
+        if key not in found:
+            lower = [k for k in found if k.lower() == key.lower()]
+            hint = f"; did you mean '{lower[0]}'?" if lower else did_you_mean(key, found)
+            raise ProbeError(
+                f"no object has the key '{key}' (named by --map {name}={key}); keys found: "
+                f"{', '.join(found) or 'none'}{hint}",
+                path=path,
+                line=records[0][0] if records else None,
+                field=key,
+            )
 
 
 def _columns(
@@ -226,7 +249,39 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[s
             else:
                 yield start, header, dict(zip(header, cells, strict=False))
     except csv.Error as exc:
-        raise ProbeError(f"not valid CSV: {exc}", path=path, line=reader.line_num) from None
+        if "unexpected end of data" not in str(exc):
+            raise ProbeError(f"not valid CSV: {exc}", path=path, line=reader.line_num) from None
+        cell = _unclosed_cell(text, end, delimiter)
+        field = header[cell] if header and cell is not None and cell < len(header) else None
+        raise ProbeError(
+            "not valid CSV: a quote opened in this record is never closed, so the record runs "
+            'to the end of the file; close it, or double a quote meant as text ("")',
+            path=path,
+            line=end + 1,
+            field=field,
+        ) from None
+
+
+def _unclosed_cell(text: str, lines_before: int, delimiter: str) -> int | None:
+    """The index of the cell whose quote is never closed, in the record after ``lines_before``."""
+    rest = io.StringIO(text, newline="")
+    for _ in range(lines_before):
+        rest.readline()
+    cell, quoted, at_start, record = 0, False, True, rest.read()
+    i = 0
+    while i < len(record):
+        char = record[i]
+        if quoted and char == '"':
+            if record[i + 1 : i + 2] != '"':
+                quoted = False
+            i += 1  # a doubled quote is one quote of text
+        elif not quoted and char == '"' and at_start:
+            quoted = True
+        elif not quoted and char == delimiter:
+            cell += 1
+        at_start = not quoted and char == delimiter
+        i += 1
+    return cell if quoted else None
 
 
 def _header(cells: list[str], path: Path, line: int) -> list[str]:
