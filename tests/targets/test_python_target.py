@@ -238,6 +238,27 @@ def test_a_completion_is_returned_as_it_is(write_module: Write) -> None:
 
 
 @pytest.mark.parametrize(
+    "returned",
+    [
+        "'Sure \\udcff here'",
+        "{'response': 'Sure \\udcff here', 'model': 'm\\ud800'}",
+        "Completion(text='Sure \\udcff here', model='m\\ud800')",
+    ],
+    ids=["str", "mapping", "completion"],
+)
+def test_a_lone_surrogate_in_the_answer_becomes_u_fffd(write_module: Write, returned: str) -> None:
+    source = f"from faultline.targets import Completion\n\ndef generate(messages):\n    return {returned}\n"
+    completion = answer(target(write_module, source))
+    assert completion.text == "Sure \ufffd here"
+    assert completion.model in {None, "m\ufffd"}
+
+
+def test_a_correctly_paired_surrogate_is_joined_into_its_character(write_module: Write) -> None:
+    source = "def generate(messages):\n    return 'smile \\ud83d\\ude00'\n"
+    assert answer(target(write_module, source)).text == "smile \U0001f600"
+
+
+@pytest.mark.parametrize(
     ("returned", "type_name"),
     [
         ("None", "NoneType"),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from faultline._util.text import well_formed
 from faultline.errors import UsageError
 
 __all__ = ["JOURNAL_NAME", "Entry", "Journal", "recorded_count"]
@@ -99,20 +100,24 @@ class Entry:
     request: Mapping[str, Any]
 
     def row(self) -> tuple[Any, ...]:
-        """The entry as a ``cases`` row."""
+        """The entry as a ``cases`` row; a lone surrogate in any text is stored as U+FFFD.
+
+        SQLite text is UTF-8, which cannot hold a lone surrogate: left in, one such string
+        would fail its whole commit and stop the writer.
+        """
         return (
-            self.probe_id,
+            well_formed(self.probe_id),
             self.sample,
-            self.response,
-            self.model,
-            self.finish_reason,
-            None if self.error is None else json.dumps(self.error, ensure_ascii=False),
+            _text(self.response),
+            _text(self.model),
+            _text(self.finish_reason),
+            None if self.error is None else well_formed(json.dumps(self.error, ensure_ascii=False)),
             self.input_tokens,
             self.output_tokens,
             self.attempts,
             int(self.cached),
             self.latency_s,
-            json.dumps(self.request, ensure_ascii=False, sort_keys=True),
+            well_formed(json.dumps(self.request, ensure_ascii=False, sort_keys=True)),
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )
 
@@ -242,6 +247,10 @@ class Journal:
             except BaseException as exc:  # disk full, I/O error: surfaced to the runner
                 self._failure = exc
                 return
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else well_formed(value)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

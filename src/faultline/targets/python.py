@@ -17,6 +17,7 @@ signals a failure worth retrying by raising ``TimeoutError``, ``ConnectionError`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import inspect
 import sys
@@ -26,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from faultline._util.text import well_formed
 from faultline.errors import UsageError
 from faultline.targets._http import token_count
 from faultline.targets.base import CallError, Completion, GenerationParams, Request
@@ -114,12 +116,12 @@ class PythonTarget:
         except CallError:
             raise
         except TimeoutError as exc:
-            said = f": {exc}" if str(exc) else ""
+            said = well_formed(f": {exc}") if str(exc) else ""
             raise CallError("timeout", f"no answer within {self.params.timeout:g} s{said}") from exc
         except ConnectionError as exc:
-            raise CallError("connection", f"{type(exc).__name__}: {exc}") from exc
+            raise CallError("connection", well_formed(f"{type(exc).__name__}: {exc}")) from exc
         except Exception as exc:  # the per-case boundary: the user's code failed for this case
-            raise CallError("exception", f"{type(exc).__name__}: {exc}") from exc
+            raise CallError("exception", well_formed(f"{type(exc).__name__}: {exc}")) from exc
         return _completion(result, self.spec)
 
     async def aclose(self) -> None:
@@ -139,21 +141,40 @@ def _accepted(fn: Callable[..., Any]) -> frozenset[str]:
 
 
 def _completion(result: object, spec: str) -> Completion:
+    """The function's answer as a :class:`Completion`, its text valid Unicode.
+
+    Lone surrogates (what ``surrogateescape`` decoding leaves for bytes that are not UTF-8)
+    cannot be written to the journal or any file; each becomes U+FFFD, and the rest of the
+    answer is kept and scored.
+    """
     if isinstance(result, Completion):
-        return result
+        return _well_formed(result)
     if isinstance(result, str):
-        return Completion(text=result)
+        return Completion(text=well_formed(result))
     if isinstance(result, Mapping) and isinstance(result.get("response"), str):
         model, reason = result.get("model"), result.get("finish_reason")
-        return Completion(
-            text=result["response"],
-            model=model if isinstance(model, str) else None,
-            finish_reason=reason if isinstance(reason, str) else None,
-            input_tokens=token_count(result.get("input_tokens")),
-            output_tokens=token_count(result.get("output_tokens")),
+        return _well_formed(
+            Completion(
+                text=result["response"],
+                model=model if isinstance(model, str) else None,
+                finish_reason=reason if isinstance(reason, str) else None,
+                input_tokens=token_count(result.get("input_tokens")),
+                output_tokens=token_count(result.get("output_tokens")),
+            )
         )
     raise CallError(
         "malformed",
         f"{spec} returned {type(result).__name__}; expected a string, a Completion, "
         "or a mapping with a 'response' string",
+    )
+
+
+def _well_formed(completion: Completion) -> Completion:
+    return dataclasses.replace(
+        completion,
+        text=well_formed(completion.text),
+        model=None if completion.model is None else well_formed(completion.model),
+        finish_reason=(
+            None if completion.finish_reason is None else well_formed(completion.finish_reason)
+        ),
     )
