@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from faultline.errors import TargetError, UsageError
-from faultline.runner import Prices
-from faultline.targets import GenerationParams
+from faultline.runner import Prices, run_probes
+from faultline.targets import GenerationParams, TargetOptions
 from tests.conftest import normalise_run, write_jsonl
 from tests.runner.support import (
     cases,
+    default_rules,
     fast,
     files_containing,
     ids,
@@ -334,6 +335,28 @@ def test_secrets_echoed_back_by_the_server_are_not_recorded(
     for secret in ("hunter2-value", "sk-echoed-key-31337"):
         assert secret not in json.dumps(rows)
         assert files_containing(out, secret) == []
+
+
+def test_a_url_encoded_query_secret_echoed_back_is_not_recorded(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    fake_api.error_message = lambda logged: f"bad route {logged.path}"
+    fake_api.plan(tag("p0"), [Fault.error(400)])
+    out = tmp_path / "out"
+    base_url = fake_api.base_url + "?api-key=QSECRET%2Bb64+key/x="
+
+    run_probes(
+        write_probes(tmp_path, 1),
+        "openai:fake-model",
+        out,
+        options=TargetOptions(base_url=base_url),
+        runner=fast(retries=0),
+        rules=default_rules(),
+    )
+
+    [row] = journal_rows(out)
+    assert row["error"]["message"].startswith("HTTP 400: bad route /v1/chat/completions?api-key=")
+    assert files_containing(out, "QSECRET") == []
 
 
 def test_samples_give_one_case_each_with_successive_seeds(

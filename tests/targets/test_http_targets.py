@@ -680,5 +680,27 @@ def test_a_base_url_query_stays_a_query_and_is_kept_secret(fake_api: FakeAPI) ->
     assert "s3cr3t-sig" not in json.dumps(t.describe())
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?api-key=QSECRET+plus/x=",
+        "?api-key=QSECRET%2Bplus%2fslash",
+        "?api-version=2024-06-01&sig=QSECRET%20space",
+    ],
+    ids=["plus-slash-equals", "percent-escapes", "encoded-space"],
+)
+def test_a_query_secret_echoed_in_any_encoding_never_reaches_the_error(
+    fake_api: FakeAPI, query: str
+) -> None:
+    # Gateways answer a bad route with the path as they received it, still URL-encoded.
+    fake_api.error_message = lambda logged: f"bad route {logged.path}"
+    fake_api.plan("boom", [Fault.error(500)])
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=fake_api.base_url + query)
+    error = failure(t, request("boom"))
+    assert error.message.startswith("HTTP 500: bad route /v1/chat/completions?")
+    assert "QSECRET" not in error.message
+    assert "***" in error.message
+
+
 def test_public_url_keeps_ipv6_brackets() -> None:
     assert public_url("http://user:pw@[::1]:8000/v1/?k=v") == "http://[::1]:8000/v1"
