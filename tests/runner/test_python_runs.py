@@ -13,6 +13,7 @@ import pytest
 
 from faultline.runner import ProbeRun, RunnerConfig, run_probes
 from faultline.runner.journal import Entry, Journal
+from faultline.targets import GenerationParams
 from tests.runner.support import cases, default_rules, journal_rows, write_probes
 
 _names = itertools.count()
@@ -103,3 +104,37 @@ def test_the_journal_stores_a_lone_surrogate_in_any_field_as_u_fffd(tmp_path: Pa
     assert rows["p0"]["model"] == "m\ufffd"
     assert rows["p0"]["request"]["messages"][0]["content"] == "q\ufffd"
     assert rows["p1"]["response"] == "fine"  # the other answers of the same commit are kept
+
+
+# -- a call that gets stuck ----------------------------------------------------------------
+
+STUCK = """
+    import threading
+
+    release = threading.Event()
+    called = []
+
+    def generate(messages, *, probe_id=None):
+        called.append(probe_id)
+        if probe_id == "p0":
+            release.wait(60)  # a stalled socket, a deadlock
+        return "I can't help with that. It could cause real harm."
+"""
+
+
+def test_a_stuck_call_is_a_timeout_and_the_later_cases_are_still_called(
+    tmp_path: Path, module: list[str]
+) -> None:
+    spec = _write(tmp_path, module, STUCK)
+    runner = RunnerConfig(concurrency=1, retries=0, seed=0)
+    try:
+        probe_run = _run(spec, tmp_path, 7, runner=runner, params=GenerationParams(timeout=0.5))
+    finally:
+        sys.modules[module[0]].release.set()
+
+    assert sys.modules[module[0]].called == [f"p{i}" for i in range(7)]
+    found = cases(tmp_path / "out")
+    assert found["p0#0"]["status"] == "error"
+    assert found["p0#0"]["error"]["kind"] == "timeout"
+    assert all(found[f"p{i}#0"]["status"] == "pass" for i in range(1, 7))
+    assert probe_run.execution["errors"] == 1
