@@ -534,6 +534,25 @@ def test_a_401_stops_the_run_with_exit_3_naming_the_target(
     assert len(_report(tmp_path / "out")["cases"]) == 20
 
 
+def test_after_an_unknown_model_resume_with_the_corrected_model_runs(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI
+) -> None:
+    _probes(tmp_path / "probes.jsonl", 4)
+    fake_api.default = Fault.error(404)
+    wrong = _run_args(tmp_path / "probes.jsonl", "out", fake_api)
+    wrong[wrong.index(MODEL)] = "openai:no-such-model"
+    result = run_cli(*wrong, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 3, result.stdout + result.stderr
+    assert "Nothing was recorded" in result.stderr
+    _no_traceback(result)
+
+    fake_api.default = Fault.ok()
+    fixed = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--resume")
+    resumed = run_cli(*fixed, env={"OPENAI_API_KEY": KEY})
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert len(_report(tmp_path / "out")["cases"]) == 4
+
+
 # -- 7. samples --------------------------------------------------------------------------
 
 

@@ -217,6 +217,37 @@ def test_a_run_that_recorded_nothing_may_start_over(fake_api: FakeAPI, tmp_path:
     assert sent_per_probe(fake_api, ids(3)) == {"p0": 2, "p1": 1, "p2": 1}
 
 
+def test_resume_after_a_run_that_recorded_nothing_accepts_a_corrected_target(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    out = tmp_path / "out"
+    fake_api.plan(tag("p0"), [Fault.error(404)])  # the model does not exist
+    with pytest.raises(TargetError) as raised:
+        run(fake_api, probes, out, target="openai:no-such-model", runner=fast(concurrency=1))
+    assert "Nothing was recorded" in str(raised.value)
+    assert "a corrected target is accepted" in str(raised.value)
+
+    again = run(fake_api, probes, out, target="openai:fake-model", resume=True)
+
+    assert again.execution["recorded"] == 3
+    assert again.execution["sittings"] == 1  # a new run, not a continued one
+    assert report(out)["run"]["target"]["model"] == "fake-model"
+
+
+def test_a_refusal_after_some_cases_says_how_many_are_kept_and_to_resume(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 6)
+    fake_api.plan(tag("p3"), [Fault.error(401)])
+    with pytest.raises(TargetError) as raised:
+        run(fake_api, probes, tmp_path / "out", runner=fast(concurrency=1))
+    message = str(raised.value)
+    assert "The 3 cases recorded in " in message
+    assert "run the same command with --resume" in message
+    assert "another --out" in message
+
+
 def _other_probe_set(tmp_path: Path) -> dict[str, Any]:
     return {"probes": write_jsonl(tmp_path / "other.jsonl", probe_rows(["p0", "p1", "p2", "p3"]))}
 

@@ -161,15 +161,18 @@ class Journal:
 
         Raises:
             UsageError: The directory holds a run and ``resume`` is false, or it holds a
-                different run (another probe set, target or parameters).
+                different run (another probe set, target or parameters). A run that
+                recorded no case is neither: it starts over.
         """
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / JOURNAL_NAME
         existed = path.exists()
         db = _connect(path)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if existed else {}
-        if meta and not resume and not recorded_count(directory):
-            meta = {}  # a run that recorded nothing (stopped by a rejected key, say) starts over
+        if meta and not recorded_count(directory):
+            # A run that recorded nothing (stopped by a rejected key or an unknown model) starts
+            # over, with or without --resume: there is nothing to mix a corrected run with.
+            meta = {}
         if meta and not resume:
             db.close()
             recorded = recorded_count(directory)
