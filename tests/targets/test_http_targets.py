@@ -270,6 +270,28 @@ def test_openai_answer_without_text_is_malformed(fake_api: FakeAPI, reply: Any) 
     assert error.retryable
 
 
+@pytest.mark.parametrize("content", [None, "", "  "], ids=["null", "empty", "blank"])
+def test_openai_content_withheld_by_the_filter_is_a_content_filter_error(
+    fake_api: FakeAPI, content: str | None
+) -> None:
+    body = openai_body({"role": "assistant", "content": content})
+    body["choices"][0]["finish_reason"] = "content_filter"
+    fake_api.reply = lambda *_: body
+    error = failure(target("openai", fake_api))
+    assert error.kind == "content_filter"
+    assert not error.retryable
+    assert "content filter" in error.message
+    assert "content_filter" in error.message
+
+
+def test_openai_text_cut_by_the_filter_is_kept_with_its_finish_reason(fake_api: FakeAPI) -> None:
+    body = openai_body({"role": "assistant", "content": "Here is the start of"})
+    body["choices"][0]["finish_reason"] = "content_filter"
+    fake_api.reply = lambda *_: body
+    completion = answer(target("openai", fake_api))
+    assert (completion.text, completion.finish_reason) == ("Here is the start of", "content_filter")
+
+
 @pytest.mark.parametrize(
     "usage",
     [{"prompt_tokens": -1, "completion_tokens": True}, {"prompt_tokens": "3"}, "lots", []],

@@ -29,6 +29,7 @@ FailureKind = Literal[
     "connection",
     "malformed",
     "bad_request",
+    "content_filter",
     "auth",
     "not_found",
     "no_answer",
