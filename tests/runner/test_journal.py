@@ -390,6 +390,34 @@ def test_a_url_encoded_query_secret_echoed_back_is_not_recorded(
     assert files_containing(out, "QSECRET") == []
 
 
+def test_a_replayed_run_keeps_each_recorded_error_as_it_was(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    fake_api.plan(tag("p0"), [Fault.error(500)])
+    fake_api.plan(tag("p1"), [Fault.error(400)])
+    run(fake_api, probes, tmp_path / "src", runner=fast(retries=0))
+
+    replayed = run_probes(
+        probes,
+        f"replay:{tmp_path / 'src' / 'responses.jsonl'}",
+        tmp_path / "replayed",
+        runner=fast(retries=3),
+        rules=default_rules(),
+    )
+
+    def errors(out: Path) -> dict[str, Any]:
+        return {
+            k: {f: c["error"].get(f) for f in ("kind", "status", "message")}
+            for k, c in cases(out).items()
+            if c["status"] == "error"
+        }
+
+    assert errors(tmp_path / "replayed") == errors(tmp_path / "src")
+    assert errors(tmp_path / "src")["p0#0"]["kind"] == "server_error"
+    assert replayed.execution["requests"] == 3  # the recorded failures are not retried
+
+
 def test_samples_give_one_case_each_with_successive_seeds(
     fake_api: FakeAPI, tmp_path: Path
 ) -> None:
