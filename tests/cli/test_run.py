@@ -412,6 +412,20 @@ def test_a_run_where_every_case_fails_reports_zero_coverage(
     assert counts["scored"] == 0
 
 
+def test_a_run_where_no_case_was_answered_exits_3_without_any_gate(
+    tmp_path: Path, fake_api: FakeAPI, run_cli: RunCli, small_files: Any
+) -> None:
+    fake_api.default = Fault.error(500)  # the server is down for the whole run
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--retries", "0")
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    _no_traceback(result)
+    assert result.code == 3, result.stdout + result.stderr
+    assert "no case was answered" in result.stderr
+    counts = _report(tmp_path / "out")["aggregate_metrics"]["counts"]
+    assert counts["errors"] == counts["cases"] == 6
+    assert (tmp_path / "out" / "report.md").exists()  # the report says why
+
+
 # -- 5. usage errors ---------------------------------------------------------------------
 
 
