@@ -79,3 +79,44 @@ def _wait_for_workers(group: int, timeout: float = 60.0) -> None:
             return
         time.sleep(0.1)
     raise AssertionError("the worker pool never started")
+
+
+STUCK_MODEL = """
+import pathlib, time
+
+def generate(messages):
+    pathlib.Path("called").touch()
+    time.sleep(120)  # a model call that takes minutes
+    return "I can't help with that."
+"""
+
+
+RUN_STUCK = ("run", "-p", "p.jsonl", "-t", "python:stuck_model:generate", "-o", "out")
+
+
+def test_ctrl_c_does_not_wait_for_a_stuck_python_target_call(tmp_path: Path) -> None:
+    probes = [{"id": "a1", "category": "c", "severity": "high", "task": "t", "input": "x"}]
+    write_jsonl(tmp_path / "p.jsonl", probes)
+    (tmp_path / "stuck_model.py").write_text(STUCK_MODEL, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faultline", *RUN_STUCK],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "called").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "called").exists(), "the function was never called"
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)  # the call itself would take 120 s
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("the process waited for the stuck call after Ctrl-C") from None
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err
+    assert "Traceback" not in err

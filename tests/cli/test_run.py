@@ -251,6 +251,39 @@ def test_ctrl_c_exits_130_says_how_to_resume_and_resume_completes(
     assert max(asked.values()) <= 2
 
 
+def test_sigterm_is_handled_like_ctrl_c_and_resume_completes(
+    tmp_path: Path, fake_api: FakeAPI, run_cli: RunCli
+) -> None:
+    # SIGTERM is what a cancelled CI job, timeout(1) and docker stop send, to the process only.
+    n = 60
+    by_prompt = _probes(tmp_path / "probes.jsonl", n)
+    fake_api.default = Fault.slow(0.05)
+    out = tmp_path / "out"
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--concurrency", "2")
+    env = _env(OPENAI_API_KEY=KEY)
+
+    proc = _start(tmp_path, args, env)
+    _wait_for_rows(proc, out, 8)
+    os.kill(proc.pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout + stderr
+    assert "Traceback" not in stderr
+    assert not (out / "journal.sqlite-wal").exists(), "the journal was not closed"
+    said = re.search(r"interrupted; ([\d,]+) cases are recorded", stderr)
+    assert said, stderr
+    kept = _journal(out)
+    assert int(said.group(1).replace(",", "")) == len(kept)
+    assert 8 <= len(kept) < n
+    assert not (out / "report.json").exists()
+
+    resumed = run_cli(*args, "--resume", env={"OPENAI_API_KEY": KEY})
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    report = _report(out)
+    assert sorted(c["probe_id"] for c in report["cases"]) == sorted(by_prompt.values())
+    asked = Counter(by_prompt[r.prompt] for r in fake_api.log)
+    assert all(asked[p] == 1 for p, _ in kept), "a case recorded before SIGTERM was asked again"
+
+
 # -- 3. secrets --------------------------------------------------------------------------
 
 
@@ -379,6 +412,20 @@ def test_a_run_where_every_case_fails_reports_zero_coverage(
     assert counts["scored"] == 0
 
 
+def test_a_run_where_no_case_was_answered_exits_3_without_any_gate(
+    tmp_path: Path, fake_api: FakeAPI, run_cli: RunCli, small_files: Any
+) -> None:
+    fake_api.default = Fault.error(500)  # the server is down for the whole run
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--retries", "0")
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    _no_traceback(result)
+    assert result.code == 3, result.stdout + result.stderr
+    assert "no case was answered" in result.stderr
+    counts = _report(tmp_path / "out")["aggregate_metrics"]["counts"]
+    assert counts["errors"] == counts["cases"] == 6
+    assert (tmp_path / "out" / "report.md").exists()  # the report says why
+
+
 # -- 5. usage errors ---------------------------------------------------------------------
 
 
@@ -499,6 +546,25 @@ def test_a_401_stops_the_run_with_exit_3_naming_the_target(
     resumed = run_cli(*args, "--resume", env={"OPENAI_API_KEY": KEY})
     assert resumed.code == 0, resumed.stdout + resumed.stderr
     assert len(_report(tmp_path / "out")["cases"]) == 20
+
+
+def test_after_an_unknown_model_resume_with_the_corrected_model_runs(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI
+) -> None:
+    _probes(tmp_path / "probes.jsonl", 4)
+    fake_api.default = Fault.error(404)
+    wrong = _run_args(tmp_path / "probes.jsonl", "out", fake_api)
+    wrong[wrong.index(MODEL)] = "openai:no-such-model"
+    result = run_cli(*wrong, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 3, result.stdout + result.stderr
+    assert "Nothing was recorded" in result.stderr
+    _no_traceback(result)
+
+    fake_api.default = Fault.ok()
+    fixed = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--resume")
+    resumed = run_cli(*fixed, env={"OPENAI_API_KEY": KEY})
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert len(_report(tmp_path / "out")["cases"]) == 4
 
 
 # -- 7. samples --------------------------------------------------------------------------

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from faultline.errors import TargetError, UsageError
-from faultline.runner import Prices
-from faultline.targets import GenerationParams
+from faultline.runner import Prices, run_probes
+from faultline.targets import GenerationParams, TargetOptions
 from tests.conftest import normalise_run, write_jsonl
 from tests.runner.support import (
     cases,
+    default_rules,
     fast,
     files_containing,
     ids,
@@ -216,6 +217,37 @@ def test_a_run_that_recorded_nothing_may_start_over(fake_api: FakeAPI, tmp_path:
     assert sent_per_probe(fake_api, ids(3)) == {"p0": 2, "p1": 1, "p2": 1}
 
 
+def test_resume_after_a_run_that_recorded_nothing_accepts_a_corrected_target(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    out = tmp_path / "out"
+    fake_api.plan(tag("p0"), [Fault.error(404)])  # the model does not exist
+    with pytest.raises(TargetError) as raised:
+        run(fake_api, probes, out, target="openai:no-such-model", runner=fast(concurrency=1))
+    assert "Nothing was recorded" in str(raised.value)
+    assert "a corrected target is accepted" in str(raised.value)
+
+    again = run(fake_api, probes, out, target="openai:fake-model", resume=True)
+
+    assert again.execution["recorded"] == 3
+    assert again.execution["sittings"] == 1  # a new run, not a continued one
+    assert report(out)["run"]["target"]["model"] == "fake-model"
+
+
+def test_a_refusal_after_some_cases_says_how_many_are_kept_and_to_resume(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 6)
+    fake_api.plan(tag("p3"), [Fault.error(401)])
+    with pytest.raises(TargetError) as raised:
+        run(fake_api, probes, tmp_path / "out", runner=fast(concurrency=1))
+    message = str(raised.value)
+    assert "The 3 cases recorded in " in message
+    assert "run the same command with --resume" in message
+    assert "another --out" in message
+
+
 def _other_probe_set(tmp_path: Path) -> dict[str, Any]:
     return {"probes": write_jsonl(tmp_path / "other.jsonl", probe_rows(["p0", "p1", "p2", "p3"]))}
 
@@ -334,6 +366,56 @@ def test_secrets_echoed_back_by_the_server_are_not_recorded(
     for secret in ("hunter2-value", "sk-echoed-key-31337"):
         assert secret not in json.dumps(rows)
         assert files_containing(out, secret) == []
+
+
+def test_a_url_encoded_query_secret_echoed_back_is_not_recorded(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    fake_api.error_message = lambda logged: f"bad route {logged.path}"
+    fake_api.plan(tag("p0"), [Fault.error(400)])
+    out = tmp_path / "out"
+    base_url = fake_api.base_url + "?api-key=QSECRET%2Bb64+key/x="
+
+    run_probes(
+        write_probes(tmp_path, 1),
+        "openai:fake-model",
+        out,
+        options=TargetOptions(base_url=base_url),
+        runner=fast(retries=0),
+        rules=default_rules(),
+    )
+
+    [row] = journal_rows(out)
+    assert row["error"]["message"].startswith("HTTP 400: bad route /v1/chat/completions?api-key=")
+    assert files_containing(out, "QSECRET") == []
+
+
+def test_a_replayed_run_keeps_each_recorded_error_as_it_was(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    fake_api.plan(tag("p0"), [Fault.error(500)])
+    fake_api.plan(tag("p1"), [Fault.error(400)])
+    run(fake_api, probes, tmp_path / "src", runner=fast(retries=0))
+
+    replayed = run_probes(
+        probes,
+        f"replay:{tmp_path / 'src' / 'responses.jsonl'}",
+        tmp_path / "replayed",
+        runner=fast(retries=3),
+        rules=default_rules(),
+    )
+
+    def errors(out: Path) -> dict[str, Any]:
+        return {
+            k: {f: c["error"].get(f) for f in ("kind", "status", "message")}
+            for k, c in cases(out).items()
+            if c["status"] == "error"
+        }
+
+    assert errors(tmp_path / "replayed") == errors(tmp_path / "src")
+    assert errors(tmp_path / "src")["p0#0"]["kind"] == "server_error"
+    assert replayed.execution["requests"] == 3  # the recorded failures are not retried
 
 
 def test_samples_give_one_case_each_with_successive_seeds(

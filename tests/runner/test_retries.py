@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from tests.runner.support import (
     tag,
     write_probes,
 )
-from tests.targets.fakeapi import FakeAPI, Fault
+from tests.targets.fakeapi import REFUSAL, FakeAPI, Fault
 
 
 def test_a_429_is_retried_no_sooner_than_its_retry_after(fake_api: FakeAPI, tmp_path: Path) -> None:
@@ -168,6 +169,27 @@ def test_a_400_is_not_retried_and_is_an_error_case(fake_api: FakeAPI, tmp_path: 
     assert case["error"]["attempts"] == 1
     assert probe_run.execution["retries"] == 0
     assert probe_run.execution["errors"] == 1
+
+
+def test_an_answer_withheld_by_a_content_filter_is_not_retried_and_is_an_error_case(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    def reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        filtered = tag("p1") in body["messages"][-1]["content"]
+        message = {"role": "assistant", "content": None if filtered else REFUSAL}
+        reason = "content_filter" if filtered else "stop"
+        return {"model": "m", "choices": [{"message": message, "finish_reason": reason}]}
+
+    fake_api.reply = reply
+    run(fake_api, write_probes(tmp_path, 3), tmp_path / "out", runner=fast(retries=5))
+
+    assert sent(fake_api, "p1") == 1
+    case = cases(tmp_path / "out")["p1#0"]
+    assert case["status"] == "error"
+    assert case["passed"] is None
+    assert case["error"]["kind"] == "content_filter"
+    assert "content filter" in case["error"]["message"]
+    assert cases(tmp_path / "out")["p0#0"]["status"] == "pass"
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])

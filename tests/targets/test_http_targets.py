@@ -270,6 +270,28 @@ def test_openai_answer_without_text_is_malformed(fake_api: FakeAPI, reply: Any) 
     assert error.retryable
 
 
+@pytest.mark.parametrize("content", [None, "", "  "], ids=["null", "empty", "blank"])
+def test_openai_content_withheld_by_the_filter_is_a_content_filter_error(
+    fake_api: FakeAPI, content: str | None
+) -> None:
+    body = openai_body({"role": "assistant", "content": content})
+    body["choices"][0]["finish_reason"] = "content_filter"
+    fake_api.reply = lambda *_: body
+    error = failure(target("openai", fake_api))
+    assert error.kind == "content_filter"
+    assert not error.retryable
+    assert "content filter" in error.message
+    assert "content_filter" in error.message
+
+
+def test_openai_text_cut_by_the_filter_is_kept_with_its_finish_reason(fake_api: FakeAPI) -> None:
+    body = openai_body({"role": "assistant", "content": "Here is the start of"})
+    body["choices"][0]["finish_reason"] = "content_filter"
+    fake_api.reply = lambda *_: body
+    completion = answer(target("openai", fake_api))
+    assert (completion.text, completion.finish_reason) == ("Here is the start of", "content_filter")
+
+
 @pytest.mark.parametrize(
     "usage",
     [{"prompt_tokens": -1, "completion_tokens": True}, {"prompt_tokens": "3"}, "lots", []],
@@ -678,6 +700,28 @@ def test_a_base_url_query_stays_a_query_and_is_kept_secret(fake_api: FakeAPI) ->
     assert t.url("/chat/completions") == f"{fake_api.base_url}/chat/completions{query}"
     assert "s3cr3t-sig" in t.secrets
     assert "s3cr3t-sig" not in json.dumps(t.describe())
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?api-key=QSECRET+plus/x=",
+        "?api-key=QSECRET%2Bplus%2fslash",
+        "?api-version=2024-06-01&sig=QSECRET%20space",
+    ],
+    ids=["plus-slash-equals", "percent-escapes", "encoded-space"],
+)
+def test_a_query_secret_echoed_in_any_encoding_never_reaches_the_error(
+    fake_api: FakeAPI, query: str
+) -> None:
+    # Gateways answer a bad route with the path as they received it, still URL-encoded.
+    fake_api.error_message = lambda logged: f"bad route {logged.path}"
+    fake_api.plan("boom", [Fault.error(500)])
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=fake_api.base_url + query)
+    error = failure(t, request("boom"))
+    assert error.message.startswith("HTTP 500: bad route /v1/chat/completions?")
+    assert "QSECRET" not in error.message
+    assert "***" in error.message
 
 
 def test_public_url_keeps_ipv6_brackets() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import sys
@@ -238,6 +239,27 @@ def test_a_completion_is_returned_as_it_is(write_module: Write) -> None:
 
 
 @pytest.mark.parametrize(
+    "returned",
+    [
+        "'Sure \\udcff here'",
+        "{'response': 'Sure \\udcff here', 'model': 'm\\ud800'}",
+        "Completion(text='Sure \\udcff here', model='m\\ud800')",
+    ],
+    ids=["str", "mapping", "completion"],
+)
+def test_a_lone_surrogate_in_the_answer_becomes_u_fffd(write_module: Write, returned: str) -> None:
+    source = f"from faultline.targets import Completion\n\ndef generate(messages):\n    return {returned}\n"
+    completion = answer(target(write_module, source))
+    assert completion.text == "Sure \ufffd here"
+    assert completion.model in {None, "m\ufffd"}
+
+
+def test_a_correctly_paired_surrogate_is_joined_into_its_character(write_module: Write) -> None:
+    source = "def generate(messages):\n    return 'smile \\ud83d\\ude00'\n"
+    assert answer(target(write_module, source)).text == "smile \U0001f600"
+
+
+@pytest.mark.parametrize(
     ("returned", "type_name"),
     [
         ("None", "NoneType"),
@@ -333,6 +355,69 @@ def test_a_sync_function_slower_than_the_timeout_is_a_timeout(write_module: Writ
         assert failure(t, request(params=params)).kind == "timeout"
     finally:
         sys.modules[t.model.partition(":")[0]].release.set()
+
+
+def test_a_stuck_sync_call_does_not_make_later_calls_time_out(write_module: Write) -> None:
+    # One thread's worth of concurrency: a pool would queue the second call behind the first.
+    source = """
+        import threading
+
+        release = threading.Event()
+        called = []
+
+        def generate(messages, *, probe_id):
+            called.append(probe_id)
+            if probe_id == 'stuck':
+                release.wait(60)
+            return 'answered ' + probe_id
+    """
+    params = GenerationParams(timeout=0.5)
+    t = target(write_module, source, params=params, concurrency=1)
+    stuck = Request("stuck", 0, ({"role": "user", "content": "x"},), params)
+    later = Request("later", 0, ({"role": "user", "content": "y"},), params)
+    module = sys.modules[t.model.partition(":")[0]]
+
+    async def one_after_the_other() -> list[Any]:
+        try:
+            first = await asyncio.gather(t.complete(stuck), return_exceptions=True)
+            return [*first, await t.complete(later)]
+        finally:
+            await t.aclose()
+
+    try:
+        timed_out, answered = asyncio.run(one_after_the_other())
+    finally:
+        module.release.set()
+    assert isinstance(timed_out, CallError)
+    assert timed_out.kind == "timeout"
+    assert answered == Completion(text="answered later")
+    assert module.called == ["stuck", "later"]
+
+
+def test_calls_beyond_the_concurrency_wait_without_spending_their_timeout(
+    write_module: Write,
+) -> None:
+    source = """
+        import threading, time
+
+        running = []
+        most = [0]
+        lock = threading.Lock()
+
+        def generate(messages):
+            with lock:
+                running.append(1)
+                most[0] = max(most[0], len(running))
+            time.sleep(0.3)
+            with lock:
+                running.pop()
+            return 'ok'
+    """
+    params = GenerationParams(timeout=1.0)  # four calls one after another take 1.2 s
+    t = target(write_module, source, params=params, concurrency=1)
+    results = run(t, *(request(str(i), params=params) for i in range(4)))
+    assert [r.text for r in results] == ["ok"] * 4
+    assert sys.modules[t.model.partition(":")[0]].most == [1]
 
 
 # --------------------------------------------------------------------------- opening

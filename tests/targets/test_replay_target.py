@@ -65,15 +65,46 @@ def test_answers_by_probe_and_sample(
 
 
 @pytest.mark.parametrize(("probe_id", "recorded"), [("c", "read timed out"), ("d", "after 30 s")])
-def test_a_recorded_error_replays_as_a_call_error(
+def test_a_recorded_error_of_another_shape_replays_as_an_exception(
     replay: ReplayTarget, probe_id: str, recorded: str
 ) -> None:
     error = failure(replay, probe_id)
     assert error.kind == "exception"
     assert not error.retryable
     assert not error.fatal
-    assert error.message.startswith("recorded error: ")
-    assert recorded in error.message
+    assert error.message == recorded
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        {"kind": "server_error", "message": "HTTP 500: internal boom", "status": 500},
+        {"kind": "bad_request", "message": "HTTP 400: too long", "status": 400, "attempts": 1},
+        {"kind": "timeout", "message": "no answer within 2 s", "attempts": 6},
+        {"kind": "not_found", "message": "HTTP 404: no such model", "status": 404},
+        {"kind": "content_filter", "message": "the provider's content filter withheld it"},
+    ],
+    ids=lambda r: r["kind"],
+)
+def test_a_recorded_error_replays_with_its_kind_status_and_message(
+    tmp_path: Path, recorded: dict[str, Any]
+) -> None:
+    path = write_jsonl(tmp_path / "r.jsonl", [{"probe_id": "e", "error": recorded}])
+    error = failure(ReplayTarget(str(path)), "e")
+    assert (error.kind, error.message, error.status) == (
+        recorded["kind"],
+        recorded["message"],
+        recorded.get("status"),
+    )
+    assert not error.retryable  # replaying it again gives the same failure
+    assert not error.fatal
+
+
+def test_a_recorded_error_of_an_unknown_kind_keeps_its_message(tmp_path: Path) -> None:
+    recorded = {"kind": "quota_exhausted", "message": "monthly quota spent", "status": "x"}
+    path = write_jsonl(tmp_path / "r.jsonl", [{"probe_id": "e", "error": recorded}])
+    error = failure(ReplayTarget(str(path)), "e")
+    assert (error.kind, error.message, error.status) == ("exception", "monthly quota spent", None)
 
 
 @pytest.mark.parametrize(("probe_id", "sample"), [("zzz", 0), ("b", 1)])

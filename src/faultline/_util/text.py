@@ -6,7 +6,7 @@ import difflib
 import re
 from collections.abc import Iterable
 
-__all__ = ["describe_value", "did_you_mean", "excerpt", "one_of", "visible"]
+__all__ = ["describe_value", "did_you_mean", "excerpt", "one_of", "visible", "well_formed"]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -76,3 +76,17 @@ def describe_value(value: object) -> str:
         (name for kind, name in kinds.items() if isinstance(value, kind)),
         f"a {type(value).__name__}",
     )
+
+
+def well_formed(text: str) -> str:
+    r"""``text`` as valid Unicode: each lone surrogate replaced by U+FFFD.
+
+    A Python string may hold lone surrogates (``surrogateescape`` decoding leaves them for
+    bytes that are not UTF-8; a JSON ``"\ud800"`` makes one), which no UTF-8 file or SQLite
+    text can store. A correctly paired surrogate is joined into its character.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text

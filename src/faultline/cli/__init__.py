@@ -7,9 +7,12 @@ outside service failed, 4 an internal error (with the traceback), 130 interrupte
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 import click
 
@@ -59,16 +62,45 @@ _register()
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     try:
-        result = app.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="faultline",
-            standalone_mode=False,
-        )
+        with _terminate_interrupts():
+            result = app.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="faultline",
+                standalone_mode=False,
+            )
     except KeyboardInterrupt:
         return _failed(click.exceptions.Abort())
     except Exception as exc:  # the CLI's top level: every error becomes an exit code
         return _failed(exc)
     return result if isinstance(result, int) else 0
+
+
+@contextlib.contextmanager
+def _terminate_interrupts() -> Iterator[None]:
+    """Handle SIGTERM as Ctrl-C while a command runs.
+
+    SIGTERM is what a cancelled CI job, ``timeout``, ``docker stop`` and Kubernetes send: the
+    command stops the same way as on Ctrl-C (what was recorded is committed, a message, exit
+    130) instead of dying with 143 and nothing said.
+    """
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(_signum: int, frame: FrameType | None) -> None:
+    """Do what SIGINT would: asyncio's handler cancels a run gracefully; else interrupt."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt  # SIGINT ignored (a background job): interrupt all the same
 
 
 def _failed(exc: Exception) -> int:

@@ -208,9 +208,10 @@ def run_command(**o: Any) -> int:
     Each answer is committed to DIR/journal.sqlite the moment it arrives; after a crash or
     Ctrl-C, the same command with --resume sends only what is missing. Failed requests
     (after retries) are error cases: never passes, counted in coverage. Exit 0 done, 1 a
-    --fail-on gate tripped, 2 bad usage, 3 the target failed or coverage/error gates
-    tripped, 130 interrupted. --transform NAMES also sends attack variants of every probe
-    (ids ID~NAME); the report then compares pass rates per transform (docs/probes.md).
+    --fail-on gate tripped, 2 bad usage, 3 the target failed (refused the run, or no case
+    was answered) or coverage/error gates tripped, 130 interrupted (Ctrl-C or SIGTERM).
+    --transform NAMES also sends attack variants of every probe (ids ID~NAME); the report
+    then compares pass rates per transform (docs/probes.md).
     """
     from faultline.calibration.attach import load_calibration
     from faultline.report.gates import evaluate_gates, parse_gate
@@ -263,8 +264,9 @@ def run_command(**o: Any) -> int:
 
         path = write_junit(o["junit"], report_junit(run.report))
         out.print(f"Wrote JUnit XML to {path}.", markup=False)
-    tripped = _coverage_gates(
-        run.report.aggregate_metrics["counts"], o["min_coverage"], o["max_error_rate"]
+    counts = run.report.aggregate_metrics["counts"]
+    tripped = _nothing_answered(counts) | _coverage_gates(
+        counts, o["min_coverage"], o["max_error_rate"]
     )
     gate_tripped = (
         render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
@@ -336,6 +338,17 @@ def _render_execution(execution: dict[str, Any], resumed: int) -> None:
     if execution["cost"] is not None:
         parts.append(f"estimated cost {execution['cost']['estimate']:.4f}")
     out.print("Requests: " + " · ".join(parts) + ".")
+
+
+def _nothing_answered(counts: dict[str, Any]) -> bool:
+    """Whether no case was answered: the target failed, whatever the gates say (exit 3)."""
+    if not counts["cases"] or counts["scored"]:
+        return False
+    err.print(
+        f"[red]faultline: no case was answered[/]: all {counts['cases']:,} cases are errors, so "
+        "the target failed and there is nothing to score (each case's error is in the report)"
+    )
+    return True
 
 
 def _coverage_gates(

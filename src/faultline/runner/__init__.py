@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from faultline._util.files import atomic_writer
+from faultline.errors import TargetError
 from faultline.observability.geometry import DEFAULT_MIN_CASES
 from faultline.pipeline import ProgressCallback as ScoreProgress
 from faultline.pipeline import score_files
@@ -186,6 +187,10 @@ def run_probes(
             sitting = asyncio.run(
                 _send(opened, pending, journal, runner=runner, cache=store, on_progress=on_progress)
             )
+        except TargetError as exc:  # the target refused the run: say what to do next
+            journal.stop()
+            advice = _after_refusal(len(journal.recorded()), out)
+            raise TargetError(f"{exc}. {advice}", target=exc.target) from None
         finally:
             journal.stop()
             if store is not None:
@@ -225,6 +230,20 @@ def run_probes(
         execution=execution,
         written=[responses, *scored.written],
         resumed=len(requests) - len(pending),
+    )
+
+
+def _after_refusal(recorded: int, out: Path) -> str:
+    """What to do after the target refused the run, given how many cases were recorded."""
+    if not recorded:
+        return (
+            "Nothing was recorded: fix the cause (the key, the model name, --base-url) and run "
+            "the command again; --resume is not needed, and a corrected target is accepted"
+        )
+    return (
+        f"The {recorded:,} cases recorded in {out / JOURNAL_NAME} are kept: fix the cause and "
+        "run the same command with --resume (a different model or --base-url is another run: "
+        "give it another --out)"
     )
 
 

@@ -197,8 +197,7 @@ class _Engine:
                 if failure.fatal:
                     raise TargetError(
                         f"{self.target.spec} refused the run ({failure.kind}): {failure.message}; "
-                        "every request would fail the same way, so the run stopped. What was "
-                        "recorded is kept: fix the cause and run the same command with --resume",
+                        "every request would fail the same way, so the run stopped",
                         target=self.target.spec,
                     ) from None
                 wait = self.retry_wait(failure, attempts)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from faultline._util.text import well_formed
 from faultline.errors import UsageError
 
 __all__ = ["JOURNAL_NAME", "Entry", "Journal", "recorded_count"]
@@ -99,20 +100,24 @@ class Entry:
     request: Mapping[str, Any]
 
     def row(self) -> tuple[Any, ...]:
-        """The entry as a ``cases`` row."""
+        """The entry as a ``cases`` row; a lone surrogate in any text is stored as U+FFFD.
+
+        SQLite text is UTF-8, which cannot hold a lone surrogate: left in, one such string
+        would fail its whole commit and stop the writer.
+        """
         return (
-            self.probe_id,
+            well_formed(self.probe_id),
             self.sample,
-            self.response,
-            self.model,
-            self.finish_reason,
-            None if self.error is None else json.dumps(self.error, ensure_ascii=False),
+            _text(self.response),
+            _text(self.model),
+            _text(self.finish_reason),
+            None if self.error is None else well_formed(json.dumps(self.error, ensure_ascii=False)),
             self.input_tokens,
             self.output_tokens,
             self.attempts,
             int(self.cached),
             self.latency_s,
-            json.dumps(self.request, ensure_ascii=False, sort_keys=True),
+            well_formed(json.dumps(self.request, ensure_ascii=False, sort_keys=True)),
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )
 
@@ -156,15 +161,18 @@ class Journal:
 
         Raises:
             UsageError: The directory holds a run and ``resume`` is false, or it holds a
-                different run (another probe set, target or parameters).
+                different run (another probe set, target or parameters). A run that
+                recorded no case is neither: it starts over.
         """
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / JOURNAL_NAME
         existed = path.exists()
         db = _connect(path)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if existed else {}
-        if meta and not resume and not recorded_count(directory):
-            meta = {}  # a run that recorded nothing (stopped by a rejected key, say) starts over
+        if meta and not recorded_count(directory):
+            # A run that recorded nothing (stopped by a rejected key or an unknown model) starts
+            # over, with or without --resume: there is nothing to mix a corrected run with.
+            meta = {}
         if meta and not resume:
             db.close()
             recorded = recorded_count(directory)
@@ -242,6 +250,10 @@ class Journal:
             except BaseException as exc:  # disk full, I/O error: surfaced to the runner
                 self._failure = exc
                 return
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else well_formed(value)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+from collections.abc import Iterable
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 import httpx
 import msgspec
@@ -21,7 +23,14 @@ from faultline.targets.base import (
 )
 from faultline.targets.base import redact as redact_secrets
 
-__all__ = ["HttpTarget", "api_completion", "api_key", "public_url", "token_count"]
+__all__ = [
+    "HttpTarget",
+    "api_completion",
+    "api_key",
+    "public_url",
+    "secret_forms",
+    "token_count",
+]
 
 _FATAL = {401: "auth", 403: "auth", 404: "not_found"}
 _MAX_MESSAGE = 500
@@ -102,9 +111,11 @@ class HttpTarget:
         self.base_url = base_url.rstrip("/")
         parts = self._parts = urlsplit(base_url)
         # A query (Azure's ?api-version=...) stays a query: paths are joined before it. Its
-        # values may be credentials, so they are secrets too.
-        query_values = tuple(v for _, v in parse_qsl(parts.query) if v)
-        userinfo = tuple(v for v in (parts.password,) if v)
+        # values may be credentials, so they are secrets too, in every form a server may echo.
+        query_values = secret_forms(
+            value for _, _, value in (pair.partition("=") for pair in parts.query.split("&"))
+        )
+        userinfo = secret_forms(v for v in (parts.password,) if v)
         self.params = params
         headers = {**auth_headers, **dict(params.headers)}
         self.secrets = (
@@ -231,6 +242,28 @@ class HttpTarget:
         """Close the connection pools."""
         for transport in self._transports:
             await transport.aclose()
+
+
+def secret_forms(raw_values: Iterable[str]) -> tuple[str, ...]:
+    """Every form in which URL-encoded secrets may be written or echoed back.
+
+    A value from a URL (a query value, a password) is sent as given, and a server may echo it
+    as given, decoded (``+`` as a space or as itself, ``%2B`` as ``+``), or encoded again
+    (``%2B`` or ``%2b``). All of them are secrets.
+
+    Args:
+        raw_values: The values as they appear in the URL, still encoded.
+    """
+    forms: set[str] = set()
+    for raw in raw_values:
+        for decoded in {unquote_plus(raw), unquote(raw)}:
+            encoded = {raw, quote(decoded, safe=""), quote_plus(decoded, safe="")}
+            forms |= {decoded, *encoded, *(_lower_escapes(e) for e in encoded)}
+    return tuple(sorted(f for f in forms if f))
+
+
+def _lower_escapes(text: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), text)
 
 
 def api_completion(

@@ -29,6 +29,7 @@ FailureKind = Literal[
     "connection",
     "malformed",
     "bad_request",
+    "content_filter",
     "auth",
     "not_found",
     "no_answer",
@@ -137,6 +138,8 @@ class CallError(TargetError):
         status: The HTTP status, when there was one.
         retry_after: Seconds the server asked to wait before trying again.
         fatal: Whether the whole run should stop.
+        final: Whether trying again gives the same failure whatever its kind (a recorded
+            failure, replayed).
     """
 
     def __init__(
@@ -147,18 +150,20 @@ class CallError(TargetError):
         status: int | None = None,
         retry_after: float | None = None,
         fatal: bool = False,
+        final: bool = False,
     ) -> None:
         self.kind = kind
         self.message = message
         self.status = status
         self.retry_after = retry_after
         self.fatal = fatal
+        self.final = final
         super().__init__(message)
 
     @property
     def retryable(self) -> bool:
         """Whether trying again may succeed."""
-        return self.kind in RETRYABLE and not self.fatal
+        return self.kind in RETRYABLE and not self.fatal and not self.final
 
     def record(self) -> dict[str, Any]:
         """The failure as an error case records it."""

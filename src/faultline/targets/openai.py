@@ -66,8 +66,14 @@ def _completion(data: dict[str, Any]) -> Completion:
     if not isinstance(text, str):
         # A model's structured refusal comes as message.refusal, with null content.
         text = message.get("refusal")
+    reason = choices[0].get("finish_reason")
+    if reason == "content_filter" and not (isinstance(text, str) and text.strip()):
+        # The provider's filter withheld the answer (Azure OpenAI does this): not a garbled
+        # body worth sending again, and not the model's own answer to score.
+        raise CallError(
+            "content_filter",
+            "the provider's content filter withheld the answer (finish_reason 'content_filter')",
+        )
     if not isinstance(text, str):
         raise CallError("malformed", "the message has neither 'content' nor 'refusal' text")
-    return api_completion(
-        data, text, choices[0].get("finish_reason"), ("prompt_tokens", "completion_tokens")
-    )
+    return api_completion(data, text, reason, ("prompt_tokens", "completion_tokens"))

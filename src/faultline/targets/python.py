@@ -9,7 +9,9 @@ mapping with ``response`` (and optionally ``model``, ``finish_reason``, ``input_
     def generate(messages, *, temperature=None):
         return my_model.chat(messages, temperature=temperature)
 
-Sync functions run in a pool of ``concurrency`` threads; async ones are awaited. A function
+Sync functions run in threads, at most ``concurrency`` calls at once; a call never waits for
+a thread, so the timeout measures the call, and a call that timed out is left to finish in
+its thread (a daemon: the process does not wait for it at exit). Async ones are awaited. A function
 signals a failure worth retrying by raising ``TimeoutError``, ``ConnectionError`` or
 :class:`CallError`; any other exception makes the case an ``error`` with its message.
 """
@@ -17,17 +19,19 @@ signals a failure worth retrying by raising ``TimeoutError``, ``ConnectionError`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import inspect
 import sys
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from faultline._util.text import well_formed
 from faultline.errors import UsageError
 from faultline.targets._http import token_count
+from faultline.targets._threads import CallThreads
 from faultline.targets.base import CallError, Completion, GenerationParams, Request
 
 __all__ = ["PythonTarget", "import_callable"]
@@ -72,7 +76,7 @@ class PythonTarget:
     Args:
         ref: ``package.module:function``.
         params: How requests are sent (its timeout applies to each call).
-        concurrency: The most calls in flight (threads, for a sync function).
+        concurrency: The most calls in flight; a call that timed out no longer counts.
     """
 
     provider = "python"
@@ -87,7 +91,9 @@ class PythonTarget:
             getattr(self._fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
         )
         self._accepts = _accepted(self._fn)
-        self._pool = None if self._async else ThreadPoolExecutor(concurrency, "faultline-target")
+        # A call never waits for a thread: its timeout measures the call (see _threads).
+        self._threads = None if self._async else CallThreads("faultline-target")
+        self._slots = asyncio.Semaphore(concurrency)
 
     def describe(self) -> dict[str, Any]:
         """The target as the report records it."""
@@ -105,27 +111,29 @@ class PythonTarget:
         kwargs = {k: v for k, v in offered.items() if k in self._accepts}
         messages = [dict(m) for m in request.messages]
         try:
-            if self._async:
-                call = self._fn(messages, **kwargs)
-            else:
-                loop = asyncio.get_running_loop()
-                call = loop.run_in_executor(self._pool, partial(self._fn, messages, **kwargs))
-            result = await asyncio.wait_for(call, self.params.timeout)
+            async with self._slots:  # waiting for a slot is not part of the call's timeout
+                if self._threads is None:
+                    call = self._fn(messages, **kwargs)
+                else:
+                    call = asyncio.wrap_future(
+                        self._threads.submit(partial(self._fn, messages, **kwargs))
+                    )
+                result = await asyncio.wait_for(call, self.params.timeout)
         except CallError:
             raise
         except TimeoutError as exc:
-            said = f": {exc}" if str(exc) else ""
+            said = well_formed(f": {exc}") if str(exc) else ""
             raise CallError("timeout", f"no answer within {self.params.timeout:g} s{said}") from exc
         except ConnectionError as exc:
-            raise CallError("connection", f"{type(exc).__name__}: {exc}") from exc
+            raise CallError("connection", well_formed(f"{type(exc).__name__}: {exc}")) from exc
         except Exception as exc:  # the per-case boundary: the user's code failed for this case
-            raise CallError("exception", f"{type(exc).__name__}: {exc}") from exc
+            raise CallError("exception", well_formed(f"{type(exc).__name__}: {exc}")) from exc
         return _completion(result, self.spec)
 
     async def aclose(self) -> None:
-        """Stop the thread pool."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        """Let the threads go; a call still running is not waited for."""
+        if self._threads is not None:
+            self._threads.shutdown()
 
 
 def _accepted(fn: Callable[..., Any]) -> frozenset[str]:
@@ -139,21 +147,40 @@ def _accepted(fn: Callable[..., Any]) -> frozenset[str]:
 
 
 def _completion(result: object, spec: str) -> Completion:
+    """The function's answer as a :class:`Completion`, its text valid Unicode.
+
+    Lone surrogates (what ``surrogateescape`` decoding leaves for bytes that are not UTF-8)
+    cannot be written to the journal or any file; each becomes U+FFFD, and the rest of the
+    answer is kept and scored.
+    """
     if isinstance(result, Completion):
-        return result
+        return _well_formed(result)
     if isinstance(result, str):
-        return Completion(text=result)
+        return Completion(text=well_formed(result))
     if isinstance(result, Mapping) and isinstance(result.get("response"), str):
         model, reason = result.get("model"), result.get("finish_reason")
-        return Completion(
-            text=result["response"],
-            model=model if isinstance(model, str) else None,
-            finish_reason=reason if isinstance(reason, str) else None,
-            input_tokens=token_count(result.get("input_tokens")),
-            output_tokens=token_count(result.get("output_tokens")),
+        return _well_formed(
+            Completion(
+                text=result["response"],
+                model=model if isinstance(model, str) else None,
+                finish_reason=reason if isinstance(reason, str) else None,
+                input_tokens=token_count(result.get("input_tokens")),
+                output_tokens=token_count(result.get("output_tokens")),
+            )
         )
     raise CallError(
         "malformed",
         f"{spec} returned {type(result).__name__}; expected a string, a Completion, "
         "or a mapping with a 'response' string",
+    )
+
+
+def _well_formed(completion: Completion) -> Completion:
+    return dataclasses.replace(
+        completion,
+        text=well_formed(completion.text),
+        model=None if completion.model is None else well_formed(completion.model),
+        finish_reason=(
+            None if completion.finish_reason is None else well_formed(completion.finish_reason)
+        ),
     )

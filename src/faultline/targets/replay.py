@@ -1,23 +1,28 @@
 """``replay:responses.jsonl``: answers recorded earlier, replayed as if a model gave them.
 
 How the demo and the tests run the whole runner without a model, and how a recorded run is
-re-scored through the same path. A record with ``error`` replays as that failure; a probe
+re-scored through the same path. A record with ``error`` replays as that failure, with its
+``kind``, ``status`` and ``message`` as recorded (never retried); a probe
 and sample the file does not answer is an ``error`` case. When the file holds several
 models' answers, ``replay:FILE#MODEL`` picks one.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from faultline._util.files import sha256_file
 from faultline.errors import UsageError
 from faultline.responses.loader import iter_response_batches
 from faultline.responses.model import Response
-from faultline.targets.base import CallError, Completion, Request
+from faultline.targets.base import CallError, Completion, FailureKind, Request
 
 __all__ = ["ReplayTarget"]
+
+_KINDS = frozenset(get_args(FailureKind))
 
 
 class ReplayTarget:
@@ -80,7 +85,7 @@ class ReplayTarget:
                 f"{self.path.name} records no answer for probe '{request.probe_id}' sample {request.sample}",
             )
         if record.error is not None:
-            raise CallError("exception", f"recorded error: {record.error}")
+            raise _recorded_failure(record.error)
         usage = record.usage
         return Completion(
             text=record.response or "",
@@ -92,6 +97,22 @@ class ReplayTarget:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _recorded_failure(error: str | Mapping[str, Any]) -> CallError:
+    """A recorded failure as it was: its kind, status and message.
+
+    A kind faultline does not know becomes ``exception``. Never retried, never fatal.
+    """
+    if isinstance(error, str):
+        return CallError("exception", error, final=True)
+    kind, message, status = error.get("kind"), error.get("message"), error.get("status")
+    return CallError(
+        cast("FailureKind", kind) if kind in _KINDS else "exception",
+        message if isinstance(message, str) else json.dumps(dict(error), ensure_ascii=False),
+        status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+        final=True,
+    )
 
 
 def _duplicate(

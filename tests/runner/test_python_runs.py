@@ -1,0 +1,140 @@
+"""Runs against a Python function: odd text it returns, and calls that get stuck."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from faultline.runner import ProbeRun, RunnerConfig, run_probes
+from faultline.runner.journal import Entry, Journal
+from faultline.targets import GenerationParams
+from tests.runner.support import cases, default_rules, journal_rows, write_probes
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Modules written into tmp_path (the current directory), forgotten after the test."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    written: list[str] = []
+    yield written
+    for name in written:
+        sys.modules.pop(name, None)
+
+
+def _write(tmp_path: Path, written: list[str], source: str) -> str:
+    name = f"faultline_run_model_{next(_names)}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    written.append(name)
+    return f"python:{name}:generate"
+
+
+def _run(spec: str, tmp_path: Path, n: int, **kwargs: object) -> ProbeRun:
+    kwargs.setdefault("runner", RunnerConfig(concurrency=8, retries=0, seed=0))
+    return run_probes(
+        write_probes(tmp_path, n), spec, tmp_path / "out", rules=default_rules(), **kwargs
+    )  # type: ignore[arg-type]
+
+
+# -- text that is not valid Unicode ------------------------------------------------------
+
+SURROGATES = """
+    def generate(messages, *, probe_id=None):
+        if probe_id == "p3":
+            return "Sure \\udcff broken byte from surrogateescape"
+        if probe_id == "p5":
+            raise ValueError("bad \\udc80 byte")
+        return "I can't help with that. It could cause real harm."
+"""
+
+
+def test_a_lone_surrogate_is_recorded_as_u_fffd_and_the_run_completes(
+    tmp_path: Path, module: list[str]
+) -> None:
+    spec = _write(tmp_path, module, SURROGATES)
+
+    probe_run = _run(spec, tmp_path, 8)
+
+    assert probe_run.execution["recorded"] == 8
+    rows = {r["probe_id"]: r for r in journal_rows(tmp_path / "out")}
+    assert sorted(rows) == [f"p{i}" for i in range(8)]
+    assert rows["p3"]["response"] == "Sure \ufffd broken byte from surrogateescape"
+    assert rows["p5"]["error"]["message"] == "ValueError: bad \ufffd byte"
+    found = cases(tmp_path / "out")
+    assert found["p3#0"]["status"] in {"pass", "fail"}  # scored, not lost
+    assert found["p3#0"]["response"] == "Sure \ufffd broken byte from surrogateescape"
+    assert found["p5#0"]["status"] == "error"
+    lines = (tmp_path / "out" / "responses.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 8
+    assert all(json.loads(line) for line in lines)
+
+
+def test_the_journal_stores_a_lone_surrogate_in_any_field_as_u_fffd(tmp_path: Path) -> None:
+    journal = Journal.open(tmp_path, {"run": 1}, resume=False)
+    odd = Entry(
+        probe_id="p0",
+        sample=0,
+        response="a\ud800b",
+        model="m\udcff",
+        finish_reason="stop",
+        error=None,
+        input_tokens=None,
+        output_tokens=None,
+        attempts=1,
+        cached=False,
+        latency_s=0.0,
+        request={"messages": [{"role": "user", "content": "q\udc80"}]},
+    )
+    fine = Entry(**{**odd.__dict__, "probe_id": "p1", "response": "fine", "model": None})
+    journal.start()
+    journal.record(odd)
+    journal.record(fine)
+    journal.close()
+
+    rows = {r["probe_id"]: r for r in journal_rows(tmp_path)}
+    assert rows["p0"]["response"] == "a\ufffdb"
+    assert rows["p0"]["model"] == "m\ufffd"
+    assert rows["p0"]["request"]["messages"][0]["content"] == "q\ufffd"
+    assert rows["p1"]["response"] == "fine"  # the other answers of the same commit are kept
+
+
+# -- a call that gets stuck ----------------------------------------------------------------
+
+STUCK = """
+    import threading
+
+    release = threading.Event()
+    called = []
+
+    def generate(messages, *, probe_id=None):
+        called.append(probe_id)
+        if probe_id == "p0":
+            release.wait(60)  # a stalled socket, a deadlock
+        return "I can't help with that. It could cause real harm."
+"""
+
+
+def test_a_stuck_call_is_a_timeout_and_the_later_cases_are_still_called(
+    tmp_path: Path, module: list[str]
+) -> None:
+    spec = _write(tmp_path, module, STUCK)
+    runner = RunnerConfig(concurrency=1, retries=0, seed=0)
+    try:
+        probe_run = _run(spec, tmp_path, 7, runner=runner, params=GenerationParams(timeout=0.5))
+    finally:
+        sys.modules[module[0]].release.set()
+
+    assert sys.modules[module[0]].called == [f"p{i}" for i in range(7)]
+    found = cases(tmp_path / "out")
+    assert found["p0#0"]["status"] == "error"
+    assert found["p0#0"]["error"]["kind"] == "timeout"
+    assert all(found[f"p{i}#0"]["status"] == "pass" for i in range(1, 7))
+    assert probe_run.execution["errors"] == 1
