@@ -202,8 +202,8 @@ def test_changes_are_listed_worst_severity_first_then_by_case_id() -> None:
         ("fail_rate", 0.5, 0.25, "better"),
         ("fail_rate", 0.25, 0.5, "worse"),
         ("coverage", 1.0, 0.5, "worse"),
-        ("high_stakes_failure_rate", 0.0, 0.5, "worse"),
-        ("high_stakes_failure_rate", 0.5, 0.0, "better"),
+        ("high_stakes_failure_rate", 0.0, 0.5, "changed"),  # a share of the failures:
+        ("high_stakes_failure_rate", 1.0, 0.5, "changed"),  # a new low failure lowers it
         ("severity_weighted_pass_rate", 0.9, 0.8, "worse"),
         ("boundary_language_rate", 0.2, 0.8, "changed"),
         ("pass_rate", 0.5, 0.5, "same"),

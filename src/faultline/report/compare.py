@@ -49,7 +49,7 @@ METRICS: dict[str, tuple[tuple[str, str], Literal["higher", "lower"] | None, str
     "coverage": (("overall", "coverage"), "higher", "Coverage", "rate"),
     "severity_weighted_pass_rate":
         (("overall", "severity_weighted_pass_rate"), "higher", "Severity-weighted pass rate", "rate"),
-    "high_stakes_failure_rate": (("overall", "high_stakes_failure_rate"), "lower", "High-stakes failure rate", "rate"),
+    "high_stakes_failure_rate": (("overall", "high_stakes_failure_rate"), None, "High-stakes failure rate", "rate"),
     "resilience_index": (("indices", "resilience_index"), "higher", "Resilience index", "index"),
     "exposure_index": (("indices", "exposure_index"), "lower", "Exposure index", "index"),
     "boundary_language_rate": (("overall", "boundary_language_rate"), None, "Boundary-language rate", "rate"),
@@ -62,8 +62,9 @@ METRICS: dict[str, tuple[tuple[str, str], Literal["higher", "lower"] | None, str
 }
 # fmt: on
 """The metrics compared: where each is in ``aggregate_metrics``, which way is better (``None``:
-neither: more cases, or more boundary language, is not better or worse in itself), its label,
-and how it is shown (``rate``, ``index`` or ``count``)."""
+neither: more cases, or more boundary language, is not better or worse in itself, and the
+high-stakes failure rate is a share of the failures, which falls when a low-severity failure
+is added), its label, and how it is shown (``rate``, ``index`` or ``count``)."""
 
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
