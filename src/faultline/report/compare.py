@@ -32,6 +32,7 @@ __all__ = [
     "METRICS",
     "compare_files",
     "compare_reports",
+    "new_failures",
     "read_compare_input",
 ]
 
@@ -280,7 +281,7 @@ class _Changes:
             "still_passing": self.still["pass"],
             "still_failing": self.still["fail"],
             "still_error": self.still["error"],
-            "new_failures": sum(e["new_status"] == "fail" for e in ordered["new"]),
+            "new_failures": len(new_failures(ordered)),
             **ordered,
         }
 
@@ -304,6 +305,20 @@ def _match(base_cases: Iterable[Any], new_cases: Iterable[Any]) -> _Changes:
         changes.add(index.pop(case.case_id, None), case)
     changes.lists["removed"] = [_entry(case, None) for case in index.values()]
     return changes
+
+
+def new_failures(cases: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The cases that fail in the new run and had no verdict in the base run, worst first.
+
+    Those only in the new run, and those that were an error in the base run (``error_resolved``
+    entries that fail): ``cases.new_failures`` counts them, the ``new_failures`` gate trips on
+    them, and the views and JUnit show them as failures.
+
+    Args:
+        cases: compare.json's ``cases`` object.
+    """
+    found = [e for k in ("new", "error_resolved") for e in cases[k] if e["new_status"] == "fail"]
+    return sorted(found, key=_worst_first)
 
 
 def _entry(before: _Case | None, after: _Case | None) -> dict[str, Any]:
@@ -418,12 +433,18 @@ def _comparable(
 
 
 def _verdict(changes: _Changes, metrics: Mapping[str, Any]) -> str:
-    """``worse``, ``better``, ``mixed`` or ``same`` by paired cases; by pass rate when none pair."""
+    """``worse``, ``better``, ``mixed`` or ``same`` by paired cases; by pass rate when none pair.
+
+    Worse: a regression, a new error, or an error that now fails (a failure nobody saw
+    before is a new failure, never an improvement); better: a fix, or an error that now passes.
+    """
     if not changes.paired:
         direction = metrics["pass_rate"]["direction"]
         return str(direction) if direction in ("better", "worse") else "same"
-    worse = len(changes.lists["regressions"]) + len(changes.lists["became_error"])
-    better = len(changes.lists["fixes"]) + len(changes.lists["error_resolved"])
+    lists = changes.lists
+    failing = sum(e["new_status"] == "fail" for e in lists["error_resolved"])
+    worse = len(lists["regressions"]) + len(lists["became_error"]) + failing
+    better = len(lists["fixes"]) + len(lists["error_resolved"]) - failing
     if worse and better:
         return "mixed"
     return "worse" if worse else "better" if better else "same"

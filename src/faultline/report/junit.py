@@ -394,8 +394,9 @@ def compare_junit(result: Mapping[str, Any], gates: Sequence[GateResult] = ()) -
     """JUnit XML for ``faultline compare``: the changed cases, and the gates.
 
     Suite ``changes``: one test per case that changed, matched by case id. A regression
-    (pass to fail) and a new failing case fail, with the new explanation; a case that became
-    an error is an error; a fix or a resolved error passes; a removed case is skipped. Suite
+    (pass to fail) and a new failing case (only in the new run, or an error in the base run)
+    fail, with the new explanation; a case that became an error is an error; a fix or an
+    error that now passes passes; a removed case is skipped. Suite
     ``gates``: one test per ``--fail-on`` gate, failing when it tripped.
 
     Args:
@@ -424,7 +425,7 @@ def _change_case(kind: str, entry: Mapping[str, Any]) -> JUnitCase:
     name = f"{entry['case_id']} ({entry.get('base_status') or 'absent'} → {entry.get('new_status') or 'absent'})"
     explanation = str(entry.get("explanation") or "")
     base = JUnitCase(classname=f"faultline.{entry['category']}", name=name)
-    if kind == "regressions" or (kind == "new" and entry.get("new_status") == "fail"):
+    if kind == "regressions" or (kind != "fixes" and entry.get("new_status") == "fail"):
         return replace(base, failure=(explanation, str(entry["severity"]), explanation))
     if kind == "became_error":
         return replace(base, error=(explanation, "error", explanation))
