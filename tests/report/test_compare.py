@@ -625,3 +625,20 @@ def test_each_section_shows_its_first_cases_and_counts_the_rest() -> None:
         assert f"{prefix}19\\#0" in section
         assert f"{prefix}20\\#0" not in section
         assert "… and 3 more (compare.json lists them all)." in section
+
+
+def test_a_cases_parquet_of_another_run_is_refused(
+    small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    score_files(probes, responses, tmp_path / "base", cases_inline_max=2, **BASE_RUN)
+    other = write_jsonl(tmp_path / "other.jsonl", CHANGED_RESPONSES)
+    score_files(probes, other, tmp_path / "other", cases_inline_max=2, **NEW_RUN)
+    mixed = tmp_path / "base" / "cases.parquet"
+    mixed.write_bytes((tmp_path / "other" / "cases.parquet").read_bytes())
+    with pytest.raises(InputError) as info:
+        read_compare_input(tmp_path / "base")
+    message = str(info.value)
+    assert str(mixed) in message
+    assert "cases_file.sha256" in message
+    assert "another run" in message

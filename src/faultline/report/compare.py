@@ -10,8 +10,6 @@ compare.md and compare.html and writes the three files.
 
 from __future__ import annotations
 
-import mmap
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +22,7 @@ from faultline.errors import InputError
 from faultline.metrics.stats import mcnemar_test, two_proportion_test
 from faultline.metrics.transforms import NO_TRANSFORM
 from faultline.probes.model import SEVERITIES
+from faultline.report.jsonio import cases_file_path, decode_report_file
 from faultline.report.parquet import read_cases
 
 __all__ = [
@@ -104,33 +103,11 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
         InputError: The file is missing, unreadable, or not a faultline report, naming the
             file and the field.
     """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "report.json"
-    try:
-        report = _decode(p)
-    except FileNotFoundError:
-        raise InputError(
-            "no such file (expected a report.json or a run directory)", path=p
-        ) from None
-    except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror or exc})", path=p) from exc
-    except msgspec.ValidationError as exc:
-        message, _, where = str(exc).partition(" - at `$")
-        field = where.rstrip("`").lstrip(".") or None
-        raise InputError(f"not a faultline report.json: {message}", path=p, field=field) from None
-    except msgspec.DecodeError as exc:
-        raise InputError(f"not valid JSON: {exc}", path=p) from None
-    if report.schema_version not in {"1", "2"}:
-        raise InputError(
-            f"schema_version {report.schema_version!r} is not one this faultline reads ('1', '2')",
-            path=p,
-            field="schema_version",
-        )
+    report, p = decode_report_file(path, _DECODER)
     if report.cases_file is not None:  # a large run: its cases are in cases.parquet
         report.cases = [
             msgspec.convert(c, _Case)
-            for c in read_cases(p.parent / str(report.cases_file["path"]), _Case.__struct_fields__)
+            for c in read_cases(cases_file_path(p, report.cases_file), _Case.__struct_fields__)
         ]
     _check(report, p)
     return {
@@ -140,15 +117,6 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
         "cases": report.cases,
         "aggregate_metrics": report.aggregate_metrics,
     }
-
-
-def _decode(path: Path) -> _Report:
-    """Decode a report from a memory map: its pages are the file's, not a copy of it."""
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            raise msgspec.DecodeError("the file is empty")
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _DECODER.decode(data)
 
 
 def _check(report: _Report, path: Path) -> None:
