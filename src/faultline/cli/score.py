@@ -144,7 +144,7 @@ def score_command(  # noqa: PLR0917 - click passes every option
     if junit is not None:
         from faultline.report.junit import report_junit, write_junit
 
-        path = write_junit(junit, report_junit(run.report))
+        path = write_junit(junit, report_junit(run.report, probe_set))
         console.print(f"Wrote JUnit XML to {path}.", markup=False)
     tripped = render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
     return 1 if tripped else 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +23,7 @@ import msgspec
 from faultline._util.files import atomic_write_bytes
 from faultline._version import __version__
 from faultline.errors import InputError
+from faultline.probes.model import Probe
 from faultline.report.gates import GateResult
 from faultline.report.model import CaseLines, Report
 from faultline.report.parquet import read_cases
@@ -285,6 +286,9 @@ def _failure(probe: _Probe) -> Detail:
 
 
 def _error(probe: _Probe) -> Detail:
+    if not probe.samples:
+        message = "no answer: the probe is in the probe set, but no response answers it"
+        return message, "no_answer", f"{message}. It is unknown, never a pass."
     first = _first(probe.errored)[:_SHOWN_SAMPLES]
     first_message, first_kind = _error_text(first[0].error)
     lines = [f"{probe.errors} of {probe.samples} sample(s) were not answered or not scored."]
@@ -332,7 +336,7 @@ def _properties(run: Mapping[str, Any], version: str) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in pairs if v is not None]
 
 
-def report_junit(report: Report | Mapping[str, Any]) -> bytes:
+def report_junit(report: Report | Mapping[str, Any], probes: Iterable[Probe] = ()) -> bytes:
     """A report as JUnit XML: one test case per probe, one suite per category.
 
     A probe (per model, when several models answered) fails when any of its samples failed
@@ -343,9 +347,14 @@ def report_junit(report: Report | Mapping[str, Any]) -> bytes:
     (target, probe set, rules, pass threshold) as properties. The same report always gives
     the same bytes.
 
+    A probe of ``probes`` that no case answers (per model, when several answered) is an
+    error too: a probe without an answer is unknown, and it is counted, not left out.
+
     Args:
         report: A :class:`Report`, or a report.json read as plain data
             (:func:`faultline.report.read_report`).
+        probes: The probe set the report was scored against, so that its unanswered probes
+            are tests too (the report holds only the answered ones).
 
     Returns:
         The JUnit XML document.
@@ -361,22 +370,29 @@ def report_junit(report: Report | Mapping[str, Any]) -> bytes:
     else:
         run, cases = report.get("run") or {}, report.get("cases") or []
         version = str((report.get("tool") or {}).get("version", __version__))
-    probes: dict[tuple[str, str | None], _Probe] = {}
+    answered: dict[tuple[str, str | None], _Probe] = {}
     for s in _samples(cases):
         key = (s.probe_id, s.model)
-        probe = probes.get(key)
+        probe = answered.get(key)
         if probe is None:
-            probe = probes[key] = _Probe(category=s.category)
+            probe = answered[key] = _Probe(category=s.category)
         probe.add(s)
-    several = len({model for _, model in probes if model is not None}) > 1
+    models = sorted({m for _, m in answered if m is not None})
+    several = len(models) > 1
+    answerers: list[str | None] = [*models] if models else [None]
+    for p in probes:  # a probe no case answers: unknown, so an error
+        for answerer in answerers:
+            answered.setdefault((p.id, answerer), _Probe(category=p.category))
     by_category: dict[str, list[JUnitCase]] = {}
-    for (probe_id, model), probe in sorted(probes.items(), key=lambda kv: _order(kv[0])):
+    for (probe_id, model), probe in sorted(answered.items(), key=lambda kv: _order(kv[0])):
         by_category.setdefault(probe.category, []).append(
             JUnitCase(
                 classname=f"faultline.{probe.category}",
                 name=f"{probe_id} @{model}" if several and model is not None else probe_id,
                 failure=_failure(probe) if probe.failed else None,
-                error=_error(probe) if probe.errors and not probe.failed else None,
+                error=_error(probe)
+                if not probe.failed and (probe.errors or not probe.samples)
+                else None,
                 system_out=_summary(probe),
             )
         )
