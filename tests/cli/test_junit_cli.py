@@ -116,3 +116,43 @@ def test_a_probe_with_no_answer_is_a_junit_error_not_left_out(
         assert (root.get("tests"), root.get("errors")) == ("6", str(6 - len(passing)))
         unanswered = next(tc for tc in root.iter("testcase") if tc.get("name") == "hr-1")
         assert "no answer" in unanswered.find("error").get("message")
+
+
+def test_a_junit_path_that_cannot_be_written_exits_2_before_anything_is_replaced(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    assert run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "out").code == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    (tmp_path / "blocker").write_text("a file, not a directory", encoding="utf-8")
+    other = tmp_path / "other.jsonl"
+    other.write_text(responses.read_text(encoding="utf-8").splitlines()[0] + "\n", "utf-8")
+    result = run_cli(
+        "score", "-p", str(probes), "-r", str(other), "-o", "out",
+        "--junit", "blocker/junit.xml", "--fail-on", "pass_rate<1",
+    )  # fmt: skip
+    assert result.code == 2, result.stdout + result.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    assert "Traceback" not in result.stderr
+    assert "--junit blocker" in " ".join(result.stderr.split()).replace("\\", "/")
+
+
+def test_compare_checks_its_junit_path_before_writing_anything(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    assert run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "out").code == 0
+    (tmp_path / "blocker").write_text("a file, not a directory", encoding="utf-8")
+    compared = run_cli("compare", "out", "out", "--junit", "blocker/junit.xml")
+    assert compared.code == 2, compared.stdout + compared.stderr
+    assert not (tmp_path / "faultline-compare").exists()
+    assert "--junit blocker" in " ".join(compared.stderr.split()).replace("\\", "/")
+
+
+def test_checking_the_junit_path_leaves_no_directory_behind(tmp_path: Path) -> None:
+    from faultline.report.junit import check_junit_path
+
+    assert (
+        check_junit_path(tmp_path / "a" / "b" / "junit.xml") == tmp_path / "a" / "b" / "junit.xml"
+    )
+    assert list(tmp_path.iterdir()) == []

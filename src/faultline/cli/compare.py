@@ -63,6 +63,10 @@ def compare_command(
     from faultline.report.gates import evaluate_compare_gates, parse_compare_gate
 
     gates = [parse_compare_gate(g) for g in fail_on]
+    if junit is not None:  # before anything is written: a bad path leaves --out as it was
+        from faultline.report.junit import check_junit_path
+
+        check_junit_path(junit)
     result = compare_files(base, new)
     paths = write_compare(result, Path(out_dir))
     _summary(result)

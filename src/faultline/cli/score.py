@@ -119,6 +119,10 @@ def score_command(  # noqa: PLR0917 - click passes every option
 
     config = parse_config(pass_threshold, severity_weights, rules_only=rules_only, learned=learned)
     gates = [parse_gate(g) for g in fail_on]
+    if junit is not None:  # before any work: a path that cannot be written leaves --out as it was
+        from faultline.report.junit import check_junit_path
+
+        check_junit_path(junit)
     attached = None if calibration is None else load_calibration(calibration)
     probe_set = load_probes(probes)
     if transforms:
