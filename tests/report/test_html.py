@@ -393,6 +393,8 @@ def _damaged(data: dict[str, Any], change: str) -> None:
         data["schema_version"] = "3"
     elif change == "schema_version a number":
         data["schema_version"] = 1
+    elif change == "a case without explanation":
+        del data["cases"][2]["explanation"]
     elif change == "status maybe":
         data["cases"][3]["status"] = "maybe"
 
@@ -408,6 +410,10 @@ def _damaged(data: dict[str, Any], change: str) -> None:
         ("schema_version 3", ["field 'schema_version'", "'3' is not one this faultline reads"]),
         ("schema_version a number", ["field 'schema_version'", "Expected `str`, got `int`"]),
         ("status maybe", ["field 'cases[3].status'", "Invalid enum value 'maybe'"]),
+        (
+            "a case without explanation",
+            ["field 'cases[2]'", "missing required field `explanation`"],
+        ),
     ],
 )
 def test_faultline_report_checks_the_report_and_writes_nothing_when_it_is_damaged(

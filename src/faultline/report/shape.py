@@ -66,11 +66,11 @@ class CaseShape(msgspec.Struct):
     category: str
     severity: str
     status: Literal["pass", "fail", "error"]
+    explanation: str
     sample: int = 0
     model: str | None = None
     risk_score: Rate = None
     weighted_risk: Rate = None
-    explanation: str | None = None
     evidence: list[_Span] = []
     detected_failure_modes: list[str] = []
 
