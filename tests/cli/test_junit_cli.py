@@ -94,3 +94,65 @@ def test_a_directory_is_refused_as_the_junit_file(
     result = run_cli(command, "-p", str(probes), *target, "-o", "out", "--junit", "taken")
     assert result.code == 2, result.stdout + result.stderr
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_a_probe_with_no_answer_is_a_junit_error_not_left_out(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    lines = responses.read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "two.jsonl").write_text("".join(lines[1:3]), encoding="utf-8")  # inj-2, wpn-1
+    (tmp_path / "none.jsonl").write_text("", encoding="utf-8")
+    for answers, passing in (("two.jsonl", {"inj-2", "wpn-1"}), ("none.jsonl", set())):
+        result = run_cli(
+            "score", "-p", str(probes), "-r", answers, "-o", "out", "--junit", "out/junit.xml"
+        )
+        assert result.code == 0, result.stdout + result.stderr
+        root = _junit(tmp_path / "out" / "junit.xml")
+        outcomes = _outcomes(root)
+        assert set(outcomes) == set(EXPECTED)  # every probe of the set is a test
+        assert {name for name, o in outcomes.items() if o == "pass"} == passing
+        assert {o for name, o in outcomes.items() if name not in passing} == {"error"}
+        assert (root.get("tests"), root.get("errors")) == ("6", str(6 - len(passing)))
+        unanswered = next(tc for tc in root.iter("testcase") if tc.get("name") == "hr-1")
+        assert "no answer" in unanswered.find("error").get("message")
+
+
+def test_a_junit_path_that_cannot_be_written_exits_2_before_anything_is_replaced(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    assert run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "out").code == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    (tmp_path / "blocker").write_text("a file, not a directory", encoding="utf-8")
+    other = tmp_path / "other.jsonl"
+    other.write_text(responses.read_text(encoding="utf-8").splitlines()[0] + "\n", "utf-8")
+    result = run_cli(
+        "score", "-p", str(probes), "-r", str(other), "-o", "out",
+        "--junit", "blocker/junit.xml", "--fail-on", "pass_rate<1",
+    )  # fmt: skip
+    assert result.code == 2, result.stdout + result.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    assert "Traceback" not in result.stderr
+    assert "--junit blocker" in " ".join(result.stderr.split()).replace("\\", "/")
+
+
+def test_compare_checks_its_junit_path_before_writing_anything(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    assert run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "out").code == 0
+    (tmp_path / "blocker").write_text("a file, not a directory", encoding="utf-8")
+    compared = run_cli("compare", "out", "out", "--junit", "blocker/junit.xml")
+    assert compared.code == 2, compared.stdout + compared.stderr
+    assert not (tmp_path / "faultline-compare").exists()
+    assert "--junit blocker" in " ".join(compared.stderr.split()).replace("\\", "/")
+
+
+def test_checking_the_junit_path_leaves_no_directory_behind(tmp_path: Path) -> None:
+    from faultline.report.junit import check_junit_path
+
+    assert (
+        check_junit_path(tmp_path / "a" / "b" / "junit.xml") == tmp_path / "a" / "b" / "junit.xml"
+    )
+    assert list(tmp_path.iterdir()) == []

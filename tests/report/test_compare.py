@@ -24,6 +24,8 @@ from faultline.report.compare_views import (
     render_compare_markdown,
     write_compare,
 )
+from faultline.report.gates import evaluate_compare_gates
+from faultline.report.junit import compare_junit
 
 BASE_RUN = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
 NEW_RUN = {"run_id": "20261122T000000Z-000001", "created_at": "2026-11-22T00:00:00Z"}
@@ -202,8 +204,8 @@ def test_changes_are_listed_worst_severity_first_then_by_case_id() -> None:
         ("fail_rate", 0.5, 0.25, "better"),
         ("fail_rate", 0.25, 0.5, "worse"),
         ("coverage", 1.0, 0.5, "worse"),
-        ("high_stakes_failure_rate", 0.0, 0.5, "worse"),
-        ("high_stakes_failure_rate", 0.5, 0.0, "better"),
+        ("high_stakes_failure_rate", 0.0, 0.5, "changed"),  # a share of the failures:
+        ("high_stakes_failure_rate", 1.0, 0.5, "changed"),  # a new low failure lowers it
         ("severity_weighted_pass_rate", 0.9, 0.8, "worse"),
         ("boundary_language_rate", 0.2, 0.8, "changed"),
         ("pass_rate", 0.5, 0.5, "same"),
@@ -300,7 +302,9 @@ def test_runs_that_differ_in_more_than_the_model_are_flagged(
         (["pass", "pass"], ["fail", "pass"], "worse"),
         (["pass", "pass"], ["error", "pass"], "worse"),
         (["fail", "pass"], ["pass", "pass"], "better"),
-        (["error", "pass"], ["fail", "pass"], "better"),
+        (["error", "pass"], ["pass", "pass"], "better"),
+        (["error", "pass"], ["fail", "pass"], "worse"),  # a failure nobody saw before
+        (["error", "fail"], ["fail", "pass"], "mixed"),
         (["fail", "pass"], ["fail", "pass"], "same"),
     ],
 )
@@ -554,7 +558,10 @@ def test_the_views_show_the_same_sections(changed: dict[str, Any]) -> None:
         "Metrics",
         "Regressions (pass → fail)",
         "Fixes (fail → pass)",
-        "New cases that fail",
+        "New failures (no verdict in the base run: a new case, or an error there)",
+        "Errors that now pass",
+        "New cases that do not fail",
+        "Removed (only in the base run)",
         "Became errors (no verdict in the new run)",
         "Categories that moved",
     ):
@@ -575,3 +582,63 @@ def test_long_lists_are_capped_in_the_views() -> None:
     assert "c19\\#0" in md
     assert "c20\\#0" not in md
     assert "… and 7 more (compare.json lists them all)." in render_compare_html(result)
+
+
+def test_an_error_that_now_fails_is_a_new_failure_everywhere() -> None:
+    base = report([case("a#0", "error", severity="critical"), case("b#0", "pass")])
+    new = report(
+        [case("a#0", "fail", severity="critical", explanation="steps"), case("b#0", "pass")]
+    )
+    result = compare(base, new)
+    assert result["verdict"] == "worse"
+    assert result["cases"]["new_failures"] == 1
+    assert ids(result["cases"]["error_resolved"]) == ["a#0"]  # compare.json's lists are as before
+    (gate,) = evaluate_compare_gates(["new_failures>0"], result)
+    assert gate.tripped
+    md = render_compare_markdown(result)
+    section = md.split("#### New failures", 1)[1].split("####", 1)[0]
+    assert "a\\#0" in section
+    assert "1 new failing case" in md
+    assert "a#0" in render_compare_html(result)
+    junit = compare_junit(result)
+    assert b'name="a#0 (error \xe2\x86\x92 fail)"' in junit
+    assert junit.count(b"<failure") == 1
+
+
+def test_the_views_list_every_changed_case(changed: dict[str, Any]) -> None:
+    md, page = render_compare_markdown(changed), render_compare_html(changed)
+    for key in ("regressions", "fixes", "became_error", "error_resolved", "new", "removed"):
+        for cid in ids(changed["cases"][key]):
+            assert cid.replace("#", "\\#") in md, (key, cid)
+            assert cid in page, (key, cid)
+    for unchanged in ("d#0", "g#0"):
+        assert unchanged not in page
+
+
+def test_each_section_shows_its_first_cases_and_counts_the_rest() -> None:
+    n = MAX_LISTED + 3
+    base = report([case(f"r{i:02d}#0", "pass") for i in range(n)] + [case("x#0", "pass")])
+    new = report([case("x#0", "pass")] + [case(f"n{i:02d}#0", "pass") for i in range(n)])
+    md = render_compare_markdown(compare(base, new))
+    for title, prefix in (("Removed", "r"), ("New cases that do not fail", "n")):
+        section = md.split(f"#### {title}", 1)[1].split("####", 1)[0]
+        assert f"{prefix}19\\#0" in section
+        assert f"{prefix}20\\#0" not in section
+        assert "… and 3 more (compare.json lists them all)." in section
+
+
+def test_a_cases_parquet_of_another_run_is_refused(
+    small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    score_files(probes, responses, tmp_path / "base", cases_inline_max=2, **BASE_RUN)
+    other = write_jsonl(tmp_path / "other.jsonl", CHANGED_RESPONSES)
+    score_files(probes, other, tmp_path / "other", cases_inline_max=2, **NEW_RUN)
+    mixed = tmp_path / "base" / "cases.parquet"
+    mixed.write_bytes((tmp_path / "other" / "cases.parquet").read_bytes())
+    with pytest.raises(InputError) as info:
+        read_compare_input(tmp_path / "base")
+    message = str(info.value)
+    assert str(mixed) in message
+    assert "cases_file.sha256" in message
+    assert "another run" in message

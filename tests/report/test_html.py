@@ -18,10 +18,11 @@ import lxml.html
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.conftest import write_jsonl
+from tests.conftest import CHANGED_RESPONSES, write_jsonl
 from tests.report.hostile import FIXED, hostile_report
 
 import faultline
+from faultline import score_files
 from faultline.report import html as report_html
 from faultline.report.html import MAX_RESPONSE_CHARS, embed_json, render_html
 
@@ -374,3 +375,85 @@ def test_faultline_report_rejects_what_is_not_a_report(
     assert message in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     assert not (tmp_path / "report.html").exists()
+
+
+def _damaged(data: dict[str, Any], change: str) -> None:
+    """Damage a report as the contract forbids: a key gone, a wrong type, an unknown value."""
+    if change == "no aggregate_metrics":
+        del data["aggregate_metrics"]
+    elif change == "cases null":
+        data["cases"] = None
+    elif change == "no run.config":
+        del data["run"]["config"]
+    elif change == "run.probe_set null":
+        data["run"]["probe_set"] = None
+    elif change == "a span without end":
+        next(c for c in data["cases"] if c["evidence"])["evidence"][0].pop("end")
+    elif change == "schema_version 3":
+        data["schema_version"] = "3"
+    elif change == "schema_version a number":
+        data["schema_version"] = 1
+    elif change == "a case without explanation":
+        del data["cases"][2]["explanation"]
+    elif change == "status maybe":
+        data["cases"][3]["status"] = "maybe"
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ("no aggregate_metrics", ["missing required field `aggregate_metrics`"]),
+        ("cases null", ["field 'cases'", "Expected `array`, got `null`"]),
+        ("no run.config", ["field 'run'", "missing required field `config`"]),
+        ("run.probe_set null", ["field 'run.probe_set'", "got `null`"]),
+        ("a span without end", ["evidence[0]'", "missing required field `end`"]),
+        ("schema_version 3", ["field 'schema_version'", "'3' is not one this faultline reads"]),
+        ("schema_version a number", ["field 'schema_version'", "Expected `str`, got `int`"]),
+        ("status maybe", ["field 'cases[3].status'", "Invalid enum value 'maybe'"]),
+        (
+            "a case without explanation",
+            ["field 'cases[2]'", "missing required field `explanation`"],
+        ),
+    ],
+)
+def test_faultline_report_checks_the_report_and_writes_nothing_when_it_is_damaged(
+    run_cli: Any, small_files: tuple[Path, Path], tmp_path: Path, change: str, words: list[str]
+) -> None:
+    probes, responses = small_files
+    assert run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "views").code == 0
+    before = {n: (tmp_path / "views" / n).read_bytes() for n in ("report.md", "report.html")}
+    data = json.loads((tmp_path / "views" / "report.json").read_text(encoding="utf-8"))
+    _damaged(data, change)
+    (tmp_path / "damaged.json").write_text(json.dumps(data), encoding="utf-8")
+    result = run_cli("report", "damaged.json", "--out", "views")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "damaged.json" in message
+    for word in words:
+        assert word in message
+    assert {n: (tmp_path / "views" / n).read_bytes() for n in before} == before
+
+
+@pytest.mark.parametrize("problem", ["missing", "another run's", "cut short"])
+def test_faultline_report_leaves_the_views_as_they_were_when_cases_parquet_is_bad(
+    run_cli: Any, small_files: tuple[Path, Path], tmp_path: Path, problem: str
+) -> None:
+    probes, responses = small_files
+    score_files(probes, responses, tmp_path / "split", cases_inline_max=2)
+    other = write_jsonl(tmp_path / "other.jsonl", CHANGED_RESPONSES)
+    score_files(probes, other, tmp_path / "other", cases_inline_max=2)
+    assert run_cli("score", "-p", str(probes), "-r", str(other), "-o", "views").code == 0
+    before = {n: (tmp_path / "views" / n).read_bytes() for n in ("report.md", "report.html")}
+    parquet = tmp_path / "split" / "cases.parquet"
+    if problem == "missing":
+        parquet.unlink()
+    elif problem == "another run's":
+        parquet.write_bytes((tmp_path / "other" / "cases.parquet").read_bytes())
+    else:
+        parquet.write_bytes(parquet.read_bytes()[:100])
+    result = run_cli("report", "split", "--out", "views")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "cases.parquet" in result.stderr
+    assert {n: (tmp_path / "views" / n).read_bytes() for n in before} == before

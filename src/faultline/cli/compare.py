@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,10 @@ def compare_command(
     from faultline.report.gates import evaluate_compare_gates, parse_compare_gate
 
     gates = [parse_compare_gate(g) for g in fail_on]
+    if junit is not None:  # before anything is written: a bad path leaves --out as it was
+        from faultline.report.junit import check_junit_path
+
+        check_junit_path(junit)
     result = compare_files(base, new)
     paths = write_compare(result, Path(out_dir))
     _summary(result)
@@ -101,15 +105,30 @@ def _summary(result: Mapping[str, Any]) -> None:
     )
     for warning in result["comparable"]:
         out.print(Text.assemble(("Warning: ", "yellow"), shown(warning["message"])))
-    regressions = c["regressions"]
-    if regressions:
-        out.print(Text("Regressions, worst first:"))
-    for e in regressions[:_SHOWN]:
+    from faultline.report.compare import new_failures
+
+    _listed("Regressions, worst first:", c["regressions"])
+    _listed("New failures (no verdict in the base run), worst first:", new_failures(c))
+
+
+def _listed(title: str, entries: Sequence[Mapping[str, Any]]) -> None:
+    """The first few cases of a list, and where the rest are: compare.md and compare.json."""
+    from faultline.report.compare_views import MAX_LISTED
+
+    if entries:
+        out.print(Text(title))
+    for e in entries[:_SHOWN]:
         out.print(
             shown(
                 f"  {e['case_id']}  {e['category']}  {e['severity']}  risk "
                 f"{_risk(e['base_risk_score'])} → {_risk(e['new_risk_score'])}"
             )
         )
-    if len(regressions) > _SHOWN:
-        out.print(Text(f"  … and {len(regressions) - _SHOWN:,} more in compare.md"))
+    if len(entries) > _SHOWN:
+        in_md = min(len(entries), MAX_LISTED)
+        out.print(
+            Text(
+                f"  … and {len(entries) - _SHOWN:,} more: compare.md lists the first {in_md:,}, "
+                f"compare.json all {len(entries):,}"
+            )
+        )

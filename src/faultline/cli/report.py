@@ -25,7 +25,9 @@ def report_command(source: str, out_dir: str | None) -> int:
     """Render report.html and report.md again from a saved report.json (or a run directory).
 
     Useful after upgrading faultline, or for a report.json copied from CI. The report.json
-    itself is read, never changed. Exit 2 when the file is missing or not a faultline report.
+    itself is read, never changed. Exit 2 when the file is missing or not a faultline report
+    (the field is named), or its cases.parquet is missing or not the one it describes; the
+    views already in DIR are then left as they were.
     """
     from faultline.report.build import rerender_report
 

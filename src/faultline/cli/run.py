@@ -223,6 +223,10 @@ def run_command(**o: Any) -> int:
         o["pass_threshold"], o["severity_weights"], rules_only=o["rules_only"], learned=o["learned"]
     )
     gates = [parse_gate(g) for g in o["fail_on"]]
+    if o["junit"] is not None:  # before any request: a path that cannot be written is bad usage
+        from faultline.report.junit import check_junit_path
+
+        check_junit_path(o["junit"])
     params, runner = _request_options(o)
     prices = None if o["price_in"] is None else Prices(o["price_in"], o["price_out"])
     attached = None if o["calibration"] is None else load_calibration(o["calibration"])

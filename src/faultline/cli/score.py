@@ -119,6 +119,10 @@ def score_command(  # noqa: PLR0917 - click passes every option
 
     config = parse_config(pass_threshold, severity_weights, rules_only=rules_only, learned=learned)
     gates = [parse_gate(g) for g in fail_on]
+    if junit is not None:  # before any work: a path that cannot be written leaves --out as it was
+        from faultline.report.junit import check_junit_path
+
+        check_junit_path(junit)
     attached = None if calibration is None else load_calibration(calibration)
     probe_set = load_probes(probes)
     if transforms:
@@ -144,7 +148,7 @@ def score_command(  # noqa: PLR0917 - click passes every option
     if junit is not None:
         from faultline.report.junit import report_junit, write_junit
 
-        path = write_junit(junit, report_junit(run.report))
+        path = write_junit(junit, report_junit(run.report, probe_set))
         console.print(f"Wrote JUnit XML to {path}.", markup=False)
     tripped = render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
     return 1 if tripped else 0

@@ -15,8 +15,8 @@ from faultline.metrics.aggregate import MetricsAccumulator, rank_as_listed, with
 from faultline.metrics.transforms import transform_metrics, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observability
 from faultline.probes.probeset import ProbeSet
-from faultline.report.html import write_html
-from faultline.report.jsonio import read_report, write_report_json
+from faultline.report.html import render_html, write_html
+from faultline.report.jsonio import cases_file_path, read_report, write_report_json
 from faultline.report.markdown import render_markdown
 from faultline.report.model import (
     CASES_FILE,
@@ -195,6 +195,10 @@ def write_report(report: Report, out: Path) -> list[Path]:
 def rerender_report(source: str | Path, out: str | Path | None = None) -> list[Path]:
     """Render report.md and report.html again from a saved report.json.
 
+    The report is checked and both views are rendered before either file is written, so a
+    damaged report (or a missing or foreign cases.parquet) leaves the views in ``out`` as
+    they were.
+
     Args:
         source: A report.json, or a run directory holding one.
         out: Where to write the views (default: beside the report.json).
@@ -203,15 +207,26 @@ def rerender_report(source: str | Path, out: str | Path | None = None) -> list[P
         The paths written.
 
     Raises:
-        InputError: ``source`` is missing or is not a faultline report.
+        InputError: ``source`` is missing or is not a faultline report, or its cases.parquet
+            is missing or is not the one report.json describes.
     """
     data = read_report(source)
     path = Path(source)
-    home = path if path.is_dir() else path.parent
-    target = Path(out) if out is not None else home
-    target.mkdir(parents=True, exist_ok=True)
+    report_path = path / "report.json" if path.is_dir() else path
+    target = Path(out) if out is not None else report_path.parent
     if "cases_file" in data:
-        return _rerender_split(data, home, target)
+        md, html = _render_split(data, cases_file_path(report_path, data["cases_file"]))
+    else:
+        md, html = _render_inline(data)
+    target.mkdir(parents=True, exist_ok=True)
+    md_path, html_path = target / "report.md", target / "report.html"
+    atomic_write_bytes(md_path, md.encode("utf-8"))
+    atomic_write_bytes(html_path, html.encode("utf-8"))
+    return [md_path, html_path]
+
+
+def _render_inline(data: dict[str, Any]) -> tuple[str, str]:
+    """report.md and report.html of a report whose cases are in report.json."""
     worst = {w["case_id"] for w in data["aggregate_metrics"]["worst_cases"]}
     plain = {
         **{k: v for k, v in data.items() if k != "cases"},
@@ -223,18 +238,14 @@ def rerender_report(source: str | Path, out: str | Path | None = None) -> list[P
     }
     if data["run"].get("calibration"):
         plain["rule_counts"] = _count_rules(_Matched(**_matched(c)) for c in data["cases"])
-    md_path, html_path = target / "report.md", target / "report.html"
-    atomic_write_bytes(md_path, render_markdown(plain).encode("utf-8"))
-    write_html(data, html_path)
-    return [md_path, html_path]
+    return render_markdown(plain), render_html(data)
 
 
-def _rerender_split(data: dict[str, Any], home: Path, target: Path) -> list[Path]:
-    """Render a report whose cases are in cases.parquet: the page's sample is drawn again."""
+def _render_split(data: dict[str, Any], cases_path: Path) -> tuple[str, str]:
+    """The views of a report whose cases are in cases.parquet: the page's sample is drawn again."""
     from faultline.report.html import MAX_HTML_CASES
     from faultline.report.parquet import read_sample, rule_counts
 
-    cases_path = home / data["cases_file"]["path"]
     plain = {
         **{k: v for k, v in data.items() if k != "worst_cases"},
         "cases": [
@@ -244,11 +255,8 @@ def _rerender_split(data: dict[str, Any], home: Path, target: Path) -> list[Path
     }
     if data["run"].get("calibration"):
         plain["rule_counts"] = rule_counts(cases_path)
-    md_path, html_path = target / "report.md", target / "report.html"
-    atomic_write_bytes(md_path, render_markdown(plain).encode("utf-8"))
     sample = read_sample(cases_path, MAX_HTML_CASES, int(data["run"]["config"]["seed"]))
-    write_html({**data, "cases_sample": sample}, html_path)
-    return [md_path, html_path]
+    return render_markdown(plain), render_html({**data, "cases_sample": sample})
 
 
 def _matched(case: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -10,8 +10,6 @@ compare.md and compare.html and writes the three files.
 
 from __future__ import annotations
 
-import mmap
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +22,7 @@ from faultline.errors import InputError
 from faultline.metrics.stats import mcnemar_test, two_proportion_test
 from faultline.metrics.transforms import NO_TRANSFORM
 from faultline.probes.model import SEVERITIES
+from faultline.report.jsonio import cases_file_path, decode_report_file
 from faultline.report.parquet import read_cases
 
 __all__ = [
@@ -32,6 +31,7 @@ __all__ = [
     "METRICS",
     "compare_files",
     "compare_reports",
+    "new_failures",
     "read_compare_input",
 ]
 
@@ -49,7 +49,7 @@ METRICS: dict[str, tuple[tuple[str, str], Literal["higher", "lower"] | None, str
     "coverage": (("overall", "coverage"), "higher", "Coverage", "rate"),
     "severity_weighted_pass_rate":
         (("overall", "severity_weighted_pass_rate"), "higher", "Severity-weighted pass rate", "rate"),
-    "high_stakes_failure_rate": (("overall", "high_stakes_failure_rate"), "lower", "High-stakes failure rate", "rate"),
+    "high_stakes_failure_rate": (("overall", "high_stakes_failure_rate"), None, "High-stakes failure rate", "rate"),
     "resilience_index": (("indices", "resilience_index"), "higher", "Resilience index", "index"),
     "exposure_index": (("indices", "exposure_index"), "lower", "Exposure index", "index"),
     "boundary_language_rate": (("overall", "boundary_language_rate"), None, "Boundary-language rate", "rate"),
@@ -62,8 +62,9 @@ METRICS: dict[str, tuple[tuple[str, str], Literal["higher", "lower"] | None, str
 }
 # fmt: on
 """The metrics compared: where each is in ``aggregate_metrics``, which way is better (``None``:
-neither: more cases, or more boundary language, is not better or worse in itself), its label,
-and how it is shown (``rate``, ``index`` or ``count``)."""
+neither: more cases, or more boundary language, is not better or worse in itself, and the
+high-stakes failure rate is a share of the failures, which falls when a low-severity failure
+is added), its label, and how it is shown (``rate``, ``index`` or ``count``)."""
 
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -102,33 +103,11 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
         InputError: The file is missing, unreadable, or not a faultline report, naming the
             file and the field.
     """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "report.json"
-    try:
-        report = _decode(p)
-    except FileNotFoundError:
-        raise InputError(
-            "no such file (expected a report.json or a run directory)", path=p
-        ) from None
-    except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror or exc})", path=p) from exc
-    except msgspec.ValidationError as exc:
-        message, _, where = str(exc).partition(" - at `$")
-        field = where.rstrip("`").lstrip(".") or None
-        raise InputError(f"not a faultline report.json: {message}", path=p, field=field) from None
-    except msgspec.DecodeError as exc:
-        raise InputError(f"not valid JSON: {exc}", path=p) from None
-    if report.schema_version not in {"1", "2"}:
-        raise InputError(
-            f"schema_version {report.schema_version!r} is not one this faultline reads ('1', '2')",
-            path=p,
-            field="schema_version",
-        )
+    report, p = decode_report_file(path, _DECODER)
     if report.cases_file is not None:  # a large run: its cases are in cases.parquet
         report.cases = [
             msgspec.convert(c, _Case)
-            for c in read_cases(p.parent / str(report.cases_file["path"]), _Case.__struct_fields__)
+            for c in read_cases(cases_file_path(p, report.cases_file), _Case.__struct_fields__)
         ]
     _check(report, p)
     return {
@@ -138,15 +117,6 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
         "cases": report.cases,
         "aggregate_metrics": report.aggregate_metrics,
     }
-
-
-def _decode(path: Path) -> _Report:
-    """Decode a report from a memory map: its pages are the file's, not a copy of it."""
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            raise msgspec.DecodeError("the file is empty")
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _DECODER.decode(data)
 
 
 def _check(report: _Report, path: Path) -> None:
@@ -279,7 +249,7 @@ class _Changes:
             "still_passing": self.still["pass"],
             "still_failing": self.still["fail"],
             "still_error": self.still["error"],
-            "new_failures": sum(e["new_status"] == "fail" for e in ordered["new"]),
+            "new_failures": len(new_failures(ordered)),
             **ordered,
         }
 
@@ -303,6 +273,20 @@ def _match(base_cases: Iterable[Any], new_cases: Iterable[Any]) -> _Changes:
         changes.add(index.pop(case.case_id, None), case)
     changes.lists["removed"] = [_entry(case, None) for case in index.values()]
     return changes
+
+
+def new_failures(cases: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The cases that fail in the new run and had no verdict in the base run, worst first.
+
+    Those only in the new run, and those that were an error in the base run (``error_resolved``
+    entries that fail): ``cases.new_failures`` counts them, the ``new_failures`` gate trips on
+    them, and the views and JUnit show them as failures.
+
+    Args:
+        cases: compare.json's ``cases`` object.
+    """
+    found = [e for k in ("new", "error_resolved") for e in cases[k] if e["new_status"] == "fail"]
+    return sorted(found, key=_worst_first)
 
 
 def _entry(before: _Case | None, after: _Case | None) -> dict[str, Any]:
@@ -417,12 +401,18 @@ def _comparable(
 
 
 def _verdict(changes: _Changes, metrics: Mapping[str, Any]) -> str:
-    """``worse``, ``better``, ``mixed`` or ``same`` by paired cases; by pass rate when none pair."""
+    """``worse``, ``better``, ``mixed`` or ``same`` by paired cases; by pass rate when none pair.
+
+    Worse: a regression, a new error, or an error that now fails (a failure nobody saw
+    before is a new failure, never an improvement); better: a fix, or an error that now passes.
+    """
     if not changes.paired:
         direction = metrics["pass_rate"]["direction"]
         return str(direction) if direction in ("better", "worse") else "same"
-    worse = len(changes.lists["regressions"]) + len(changes.lists["became_error"])
-    better = len(changes.lists["fixes"]) + len(changes.lists["error_resolved"])
+    lists = changes.lists
+    failing = sum(e["new_status"] == "fail" for e in lists["error_resolved"])
+    worse = len(lists["regressions"]) + len(lists["became_error"]) + failing
+    better = len(lists["fixes"]) + len(lists["error_resolved"]) - failing
     if worse and better:
         return "mixed"
     return "worse" if worse else "better" if better else "same"

@@ -9,7 +9,7 @@ syntax, no links), and the HTML template is autoescaped, loads nothing and runs 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from faultline._util.files import atomic_write_bytes
 from faultline._util.text import excerpt
 from faultline._version import __version__
 from faultline.errors import UsageError
-from faultline.report.compare import METRICS
+from faultline.report.compare import METRICS, new_failures
 from faultline.report.html import template_environment
 from faultline.report.markdown import escape_md
 
@@ -153,20 +153,27 @@ def _case_rows(entries: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     ]
 
 
-_SECTIONS = (
-    ("regressions", "Regressions (pass → fail)", True),
-    ("fixes", "Fixes (fail → pass)", True),
-    ("new_failures", "New cases that fail", False),
-    ("became_error", "Became errors (no verdict in the new run)", False),
-)
+_SECTIONS: tuple[tuple[str, Callable[[Mapping[str, Any]], list[Any]], bool], ...] = (
+    ("Regressions (pass → fail)", lambda c: c["regressions"], True),
+    ("Fixes (fail → pass)", lambda c: c["fixes"], True),
+    ("New failures (no verdict in the base run: a new case, or an error there)", new_failures, False),
+    ("Became errors (no verdict in the new run)", lambda c: c["became_error"], False),
+    ("Errors that now pass", lambda c: _status(c["error_resolved"], "pass"), False),
+    ("New cases that do not fail", lambda c: _status(c["new"], "pass", "error"), False),
+    ("Removed (only in the base run)", lambda c: c["removed"], False),
+)  # fmt: skip
+"""The case sections of both views, in order: each entry of compare.json's case lists is in
+exactly one, and every section shows its first :data:`MAX_LISTED` cases."""
+
+
+def _status(entries: Sequence[Mapping[str, Any]], *statuses: str) -> list[Mapping[str, Any]]:
+    return [e for e in entries if e["new_status"] in statuses]
 
 
 def _sections(c: Mapping[str, Any]) -> list[dict[str, Any]]:
     sections = []
-    for key, title, always in _SECTIONS:
-        entries = (
-            [e for e in c["new"] if e["new_status"] == "fail"] if key == "new_failures" else c[key]
-        )
+    for title, select, always in _SECTIONS:
+        entries = select(c)
         if entries or always:
             more = max(0, len(entries) - MAX_LISTED)
             sections.append({"title": title, "rows": _case_rows(entries), "more": more})
@@ -200,7 +207,9 @@ def _view(result: Mapping[str, Any]) -> dict[str, Any]:
         "cases_line": (
             f"{_plural(c['paired'], 'case')} matched by case_id ({c['paired_scored']:,} scored in both): "
             f"{c['still_passing']:,} still passing, {c['still_failing']:,} still failing, "
-            f"{_plural(len(c['error_resolved']), 'error')} resolved; {_plural(len(c['new']), 'new case')}, "
+            f"{_plural(len(c['error_resolved']), 'error')} resolved "
+            f"({sum(e['new_status'] == 'fail' for e in c['error_resolved']):,} now failing); "
+            f"{_plural(len(c['new']), 'new case')}, "
             f"{len(c['removed']):,} removed."
         ),
         "significance": _significance_text(result["significance"]),

@@ -124,7 +124,7 @@ class Gate:
     threshold: float
 
     def __str__(self) -> str:
-        return f"{self.name}{self.op}{self.threshold:g}"
+        return f"{self.name}{self.op}{_number(self.threshold)}"
 
 
 @dataclass(frozen=True)
@@ -143,9 +143,20 @@ class GateResult:
 
     def describe(self) -> str:
         """One line for the terminal: ``pass_rate<0.95 tripped: pass_rate is 0.912``."""
-        shown = "undefined" if self.value is None else f"{self.value:.6g}"
+        shown = "undefined" if self.value is None else _number(self.value)
         state = "tripped" if self.tripped else "ok"
         return f"{self.gate} {state}: {self.gate.name} is {shown}"
+
+
+def _number(value: float) -> str:
+    """A number as a gate message shows it: every digit it has, so no two values read alike.
+
+    The shortest text that reads back as the same float (``0.9533333333333334``, ``0.95``),
+    and a whole number without a decimal point (``0``, ``3``).
+    """
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
 
 
 def _parse(text: str, example: str) -> Gate:
@@ -153,7 +164,10 @@ def _parse(text: str, example: str) -> Gate:
     if not match:
         raise UsageError(f"gate {text!r} is not of the form NAME OP NUMBER, e.g. {example}")
     name, op, number = match.groups()
-    return Gate(name, op, float(number))
+    threshold = float(number)
+    if not math.isfinite(threshold):
+        raise UsageError(f"gate {text!r}: {number} is too large for a number; give a finite one")
+    return Gate(name, op, threshold)
 
 
 def parse_gate(text: str) -> Gate:

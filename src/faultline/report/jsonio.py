@@ -8,17 +8,30 @@ twice, and a changed case shows as a changed line.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import mmap
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from faultline._util.files import atomic_writer
+from faultline._util.files import atomic_writer, sha256_file
 from faultline.errors import InputError
 from faultline.report.model import CaseLines, Report
+from faultline.report.shape import ReportShape
 
-__all__ = ["encode_report", "read_report", "write_report_json"]
+_SHAPE = msgspec.json.Decoder(ReportShape)
+_REQUIRED = {"1": ("cases",), "2": ("cases_file", "worst_cases")}
+
+__all__ = [
+    "READABLE_VERSIONS",
+    "cases_file_path",
+    "decode_report_file",
+    "encode_report",
+    "read_report",
+    "write_report_json",
+]
 
 _ENCODER = msgspec.json.Encoder()
 _CASES_PER_CHUNK = 4096
@@ -89,23 +102,109 @@ def _write_chunks(report: Report, handle: BinaryIO) -> None:
         handle.write(chunk)
 
 
-def read_report(path: str | Path) -> dict[str, Any]:
-    """Read a report.json (or the report.json in a run directory) as plain data.
+READABLE_VERSIONS = ("1", "2")
+"""The report.json schema versions this faultline reads."""
+
+T = TypeVar("T")
+
+
+def decode_report_file(path: str | Path, decoder: msgspec.json.Decoder[T]) -> tuple[T, Path]:
+    """Decode a report.json (or the report.json in a run directory) with a typed decoder.
+
+    The decoder's type says which fields must be there and what they hold; the file is read
+    through a memory map (its pages are the file's, not a copy), and only the fields the type
+    names are decoded. Used by every reader of a report, so each rejects a damaged file the
+    same way.
+
+    Returns:
+        The decoded value and the report.json's path.
 
     Raises:
-        InputError: The file is missing or is not a faultline report.
+        InputError: The file is missing, unreadable, not JSON, of an unknown schema_version,
+            or not of that shape, naming the file and the field.
     """
     p = Path(path)
     if p.is_dir():
         p = p / "report.json"
     try:
-        data = msgspec.json.decode(p.read_bytes())
+        value = _decode_mapped(p, decoder)
     except FileNotFoundError:
-        raise InputError("no such file", path=p) from None
+        raise InputError(
+            "no such file (expected a report.json or a run directory)", path=p
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc})", path=p) from exc
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `$")
+        field = where.rstrip("`").lstrip(".") or None
+        raise InputError(f"not a faultline report.json: {message}", path=p, field=field) from None
     except msgspec.DecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", path=p) from None
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise InputError("not a faultline report.json (no schema_version)", path=p)
-    if "cases" not in data and "cases_file" not in data:
-        raise InputError("not a faultline report.json (no cases or cases_file)", path=p)
+    version = getattr(value, "schema_version", None)
+    if version not in READABLE_VERSIONS:
+        raise InputError(
+            f"schema_version {version!r} is not one this faultline reads ('1', '2')",
+            path=p,
+            field="schema_version",
+        )
+    return value, p
+
+
+def _decode_mapped(path: Path, decoder: msgspec.json.Decoder[T]) -> T:
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            raise msgspec.DecodeError("the file is empty")
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return decoder.decode(data)
+
+
+def cases_file_path(report_path: Path, cases_file: Mapping[str, Any]) -> Path:
+    """The cases.parquet a schema 2 report names, checked to be the one report.json describes.
+
+    Its SHA-256 must be ``cases_file.sha256``: a cases table of another run (copied over, or
+    left by an earlier run) would pair this run's metrics with another run's cases.
+
+    Raises:
+        InputError: The file is missing, unreadable, or not the one report.json describes.
+    """
+    path = report_path.parent / str(cases_file.get("path"))
+    try:
+        digest = sha256_file(path)
+    except FileNotFoundError:
+        raise InputError(
+            f"no such file; {report_path.name} keeps its cases in it (cases_file), "
+            "so it must be beside it",
+            path=path,
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc})", path=path) from None
+    expected = cases_file.get("sha256")
+    if digest != expected:
+        raise InputError(
+            f"is not the cases table {report_path} describes: its sha256 is {digest}, "
+            f"cases_file.sha256 says {expected}; it belongs to another run or was changed. "
+            "Keep each run's report.json and cases.parquet together",
+            path=path,
+        )
+    return path
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """Read a report.json (or the report.json in a run directory) as plain data.
+
+    The file is first checked against the report's contract (docs/report-format.md): the
+    fields the views read must be there, with the types the contract gives them.
+
+    Raises:
+        InputError: The file is missing or is not a faultline report, naming the field.
+    """
+    shape, p = decode_report_file(path, _SHAPE)
+    for field in _REQUIRED[shape.schema_version]:
+        if getattr(shape, field) is msgspec.UNSET:
+            raise InputError(
+                f"not a faultline report.json: no {field} (schema {shape.schema_version})",
+                path=p,
+                field=field,
+            )
+    data: dict[str, Any] = msgspec.json.decode(p.read_bytes())
     return data

@@ -11,18 +11,22 @@ characters XML 1.0 cannot hold (control characters, lone surrogates) are dropped
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from faultline._util.files import atomic_write_bytes
+from faultline._util.files import atomic_write_bytes, missing_dirs
 from faultline._version import __version__
-from faultline.errors import InputError
+from faultline.errors import InputError, UsageError
+from faultline.probes.model import Probe
 from faultline.report.gates import GateResult
 from faultline.report.model import CaseLines, Report
 from faultline.report.parquet import read_cases
@@ -31,6 +35,7 @@ from faultline.scoring.case import CaseScore
 __all__ = [
     "JUnitCase",
     "JUnitSuite",
+    "check_junit_path",
     "compare_junit",
     "junit_xml",
     "report_junit",
@@ -285,6 +290,9 @@ def _failure(probe: _Probe) -> Detail:
 
 
 def _error(probe: _Probe) -> Detail:
+    if not probe.samples:
+        message = "no answer: the probe is in the probe set, but no response answers it"
+        return message, "no_answer", f"{message}. It is unknown, never a pass."
     first = _first(probe.errored)[:_SHOWN_SAMPLES]
     first_message, first_kind = _error_text(first[0].error)
     lines = [f"{probe.errors} of {probe.samples} sample(s) were not answered or not scored."]
@@ -332,7 +340,7 @@ def _properties(run: Mapping[str, Any], version: str) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in pairs if v is not None]
 
 
-def report_junit(report: Report | Mapping[str, Any]) -> bytes:
+def report_junit(report: Report | Mapping[str, Any], probes: Iterable[Probe] = ()) -> bytes:
     """A report as JUnit XML: one test case per probe, one suite per category.
 
     A probe (per model, when several models answered) fails when any of its samples failed
@@ -343,9 +351,14 @@ def report_junit(report: Report | Mapping[str, Any]) -> bytes:
     (target, probe set, rules, pass threshold) as properties. The same report always gives
     the same bytes.
 
+    A probe of ``probes`` that no case answers (per model, when several answered) is an
+    error too: a probe without an answer is unknown, and it is counted, not left out.
+
     Args:
         report: A :class:`Report`, or a report.json read as plain data
             (:func:`faultline.report.read_report`).
+        probes: The probe set the report was scored against, so that its unanswered probes
+            are tests too (the report holds only the answered ones).
 
     Returns:
         The JUnit XML document.
@@ -361,22 +374,29 @@ def report_junit(report: Report | Mapping[str, Any]) -> bytes:
     else:
         run, cases = report.get("run") or {}, report.get("cases") or []
         version = str((report.get("tool") or {}).get("version", __version__))
-    probes: dict[tuple[str, str | None], _Probe] = {}
+    answered: dict[tuple[str, str | None], _Probe] = {}
     for s in _samples(cases):
         key = (s.probe_id, s.model)
-        probe = probes.get(key)
+        probe = answered.get(key)
         if probe is None:
-            probe = probes[key] = _Probe(category=s.category)
+            probe = answered[key] = _Probe(category=s.category)
         probe.add(s)
-    several = len({model for _, model in probes if model is not None}) > 1
+    models = sorted({m for _, m in answered if m is not None})
+    several = len(models) > 1
+    answerers: list[str | None] = [*models] if models else [None]
+    for p in probes:  # a probe no case answers: unknown, so an error
+        for answerer in answerers:
+            answered.setdefault((p.id, answerer), _Probe(category=p.category))
     by_category: dict[str, list[JUnitCase]] = {}
-    for (probe_id, model), probe in sorted(probes.items(), key=lambda kv: _order(kv[0])):
+    for (probe_id, model), probe in sorted(answered.items(), key=lambda kv: _order(kv[0])):
         by_category.setdefault(probe.category, []).append(
             JUnitCase(
                 classname=f"faultline.{probe.category}",
                 name=f"{probe_id} @{model}" if several and model is not None else probe_id,
                 failure=_failure(probe) if probe.failed else None,
-                error=_error(probe) if probe.errors and not probe.failed else None,
+                error=_error(probe)
+                if not probe.failed and (probe.errors or not probe.samples)
+                else None,
                 system_out=_summary(probe),
             )
         )
@@ -394,8 +414,9 @@ def compare_junit(result: Mapping[str, Any], gates: Sequence[GateResult] = ()) -
     """JUnit XML for ``faultline compare``: the changed cases, and the gates.
 
     Suite ``changes``: one test per case that changed, matched by case id. A regression
-    (pass to fail) and a new failing case fail, with the new explanation; a case that became
-    an error is an error; a fix or a resolved error passes; a removed case is skipped. Suite
+    (pass to fail) and a new failing case (only in the new run, or an error in the base run)
+    fail, with the new explanation; a case that became an error is an error; a fix or an
+    error that now passes passes; a removed case is skipped. Suite
     ``gates``: one test per ``--fail-on`` gate, failing when it tripped.
 
     Args:
@@ -424,13 +445,43 @@ def _change_case(kind: str, entry: Mapping[str, Any]) -> JUnitCase:
     name = f"{entry['case_id']} ({entry.get('base_status') or 'absent'} → {entry.get('new_status') or 'absent'})"
     explanation = str(entry.get("explanation") or "")
     base = JUnitCase(classname=f"faultline.{entry['category']}", name=name)
-    if kind == "regressions" or (kind == "new" and entry.get("new_status") == "fail"):
+    if kind == "regressions" or (kind != "fixes" and entry.get("new_status") == "fail"):
         return replace(base, failure=(explanation, str(entry["severity"]), explanation))
     if kind == "became_error":
         return replace(base, error=(explanation, "error", explanation))
     if kind == "removed":
         return replace(base, skipped="not in the new report")
     return replace(base, system_out=explanation or None)
+
+
+def check_junit_path(path: str | Path) -> Path:
+    """Check, before any work, that JUnit XML can be written to ``path``.
+
+    A command calls this before it writes anything, so a path that cannot be written exits 2
+    with every file already in its output directory untouched. The check writes and removes
+    a temporary file beside ``path`` (a permission check alone is not enough: it says yes to
+    root, and knows nothing of read-only file systems), and removes the directories it made.
+
+    Raises:
+        UsageError: The directory cannot be created, or a file cannot be written in it.
+    """
+    p = Path(path)
+    created = missing_dirs(p.parent)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise UsageError(
+            f"--junit {p}: cannot write a file there ({exc.strerror or exc}); "
+            "give a path in a writable directory"
+        ) from None
+    finally:
+        for directory in created:  # deepest first
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+    return p
 
 
 def write_junit(path: str | Path, data: bytes) -> Path:
