@@ -82,8 +82,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def check_writable_dir(path: Path) -> str | None:
     """Why ``path`` cannot become a directory faultline writes into, or ``None`` if it can.
 
-    Nothing is created: a command checks where its results go before its work, and a bad
-    path leaves no empty directory behind.
+    Nothing is left behind: a command checks where its results go before its work, and a bad
+    path leaves no empty directory. The deepest directory that exists is tried by writing and
+    removing a temporary file in it, since a permission check alone says yes to root and
+    knows nothing of read-only file systems (``/proc``).
     """
     missing = missing_dirs(path)
     broken = next((p for p in missing if p.is_symlink()), None)  # a link to nowhere
@@ -93,8 +95,12 @@ def check_writable_dir(path: Path) -> str | None:
     if not probe.is_dir():
         part = "is a file" if probe == path else f"is inside {probe}, which is a file"
         return f"{path} {part}, not a directory"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".faultline-", suffix=".tmp", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        return f"{probe} is not writable ({exc.strerror or exc})"
     return None
 
 

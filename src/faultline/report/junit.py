@@ -11,10 +11,7 @@ characters XML 1.0 cannot hold (control characters, lone surrogates) are dropped
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,7 +20,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from faultline._util.files import atomic_write_bytes, missing_dirs
+from faultline._util.files import atomic_write_bytes, check_writable_dir
 from faultline._version import __version__
 from faultline.errors import InputError, UsageError
 from faultline.probes.model import Probe
@@ -458,29 +455,16 @@ def check_junit_path(path: str | Path) -> Path:
     """Check, before any work, that JUnit XML can be written to ``path``.
 
     A command calls this before it writes anything, so a path that cannot be written exits 2
-    with every file already in its output directory untouched. The check writes and removes
-    a temporary file beside ``path`` (a permission check alone is not enough: it says yes to
-    root, and knows nothing of read-only file systems), and removes the directories it made.
+    with every file already in its output directory untouched (see
+    :func:`~faultline._util.files.check_writable_dir`; nothing is left behind).
 
     Raises:
         UsageError: The directory cannot be created, or a file cannot be written in it.
     """
     p = Path(path)
-    created = missing_dirs(p.parent)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise UsageError(
-            f"--junit {p}: cannot write a file there ({exc.strerror or exc}); "
-            "give a path in a writable directory"
-        ) from None
-    finally:
-        for directory in created:  # deepest first
-            with contextlib.suppress(OSError):
-                directory.rmdir()
+    problem = check_writable_dir(p.parent)
+    if problem is not None:
+        raise UsageError(f"--junit {p}: {problem}; give a path in a writable directory")
     return p
 
 
