@@ -6,7 +6,15 @@ import difflib
 import re
 from collections.abc import Iterable
 
-__all__ = ["describe_value", "did_you_mean", "excerpt", "one_of", "visible", "well_formed"]
+__all__ = [
+    "describe_value",
+    "did_you_mean",
+    "excerpt",
+    "one_of",
+    "shown_value",
+    "visible",
+    "well_formed",
+]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -76,6 +84,11 @@ def describe_value(value: object) -> str:
         (name for kind, name in kinds.items() if isinstance(value, kind)),
         f"a {type(value).__name__}",
     )
+
+
+def shown_value(value: object) -> str:
+    """A bad value for a message: a string quoted, anything else described (never expanded)."""
+    return repr(value) if isinstance(value, str) else describe_value(value)
 
 
 def well_formed(text: str) -> str:

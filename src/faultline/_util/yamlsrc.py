@@ -11,13 +11,14 @@ found before anything is built.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import yaml
 
 from faultline.errors import InputError
 
-__all__ = ["ALIAS_EXPANSION_LIMIT", "LineDict", "LineList", "line_of", "load_yaml"]
+__all__ = ["ALIAS_EXPANSION_LIMIT", "LineDict", "LineList", "line_of", "load_yaml", "text_of"]
 
 ALIAS_EXPANSION_LIMIT = 1_000_000
 """The most values aliases may add to a document, counting each alias as a copy of its value."""
@@ -176,6 +177,23 @@ def _construct_seq(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:
 
 _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def text_of(obj: Mapping[str, Any], key: str) -> str | None:
+    """``obj[key]`` as text: a string, or a number as written; ``None`` for anything else.
+
+    A YAML number keeps the digits in the file (``010``, ``0x1F``, ``1.10``), not the value
+    YAML reads (8, 31, 1.1). A JSON whole number is written one way only; a JSON fraction is
+    not text (``1.10`` reads as 1.1), so it is ``None``: the message asks for a string.
+    """
+    value = obj[key]
+    if isinstance(value, str):
+        return value
+    if isinstance(obj, LineDict) and key in obj.number_texts:
+        return obj.number_texts[key]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:

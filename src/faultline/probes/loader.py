@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from faultline._util.files import jsonl_objects, read_text_file
-from faultline._util.text import describe_value, did_you_mean, one_of
-from faultline._util.yamlsrc import LineDict, LineList, load_yaml
+from faultline._util.text import describe_value, did_you_mean, one_of, shown_value
+from faultline._util.yamlsrc import LineDict, LineList, load_yaml, text_of
 from faultline.errors import ProbeError, UsageError
 from faultline.probes.model import EXPECTS, ROLES, SEVERITIES, Message, Probe
 from faultline.probes.probeset import ProbeSet
@@ -150,7 +150,7 @@ def _read_header(doc: LineDict, path: Path) -> dict[str, str]:
     for key in ("name", "version", "description"):
         if doc.get(key) is None:
             continue
-        value = _as_text(doc, key)
+        value = text_of(doc, key)
         if value is None:
             raise ProbeError(
                 f"got {describe_value(doc[key])}, expected a string",
@@ -160,23 +160,6 @@ def _read_header(doc: LineDict, path: Path) -> dict[str, str]:
             )
         header[key] = value
     return header
-
-
-def _as_text(obj: Mapping[str, Any], key: str) -> str | None:
-    """``obj[key]`` as text: a string, or a number as written; ``None`` for anything else.
-
-    A YAML number keeps the digits in the file (``010``, ``0x1F``, ``1.10``), not the value
-    YAML reads (8, 31, 1.1). A JSON whole number is written one way only; a JSON fraction is
-    not text (``1.10`` reads as 1.1), so it is ``None``: the message asks for a string.
-    """
-    value = obj[key]
-    if isinstance(value, str):
-        return value
-    if isinstance(obj, LineDict) and key in obj.number_texts:
-        return obj.number_texts[key]
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return None
 
 
 def _read_jsonl(path: Path) -> list[tuple[Probe, int]]:
@@ -210,7 +193,7 @@ def _build_probe(obj: Mapping[str, Any], path: Path, line_of: Callable[[str], in
             raise fail(key, "is required but missing")
 
     def text(key: str) -> str:
-        value = _as_text(obj, key)
+        value = text_of(obj, key)
         if value is None:
             hint = "; quote it, since JSON reads 1.10 as 1.1" if isinstance(obj[key], float) else ""
             raise fail(key, f"got {describe_value(obj[key])}, expected a string{hint}")
@@ -221,8 +204,7 @@ def _build_probe(obj: Mapping[str, Any], path: Path, line_of: Callable[[str], in
     def choice(key: str, choices: tuple[str, ...], default: str) -> str:
         value = obj.get(key, default)
         if not isinstance(value, str) or value not in choices:
-            shown = repr(value) if isinstance(value, str) else describe_value(value)
-            raise fail(key, f"got {shown}, expected {one_of(choices)}")
+            raise fail(key, f"got {shown_value(value)}, expected {one_of(choices)}")
         return str(value)
 
     return Probe(
@@ -256,8 +238,9 @@ def _build_input(value: Any, fail: Callable[[str, str], ProbeError]) -> str | tu
             )
         role = item["role"]
         if not isinstance(role, str) or role not in ROLES:
-            shown = repr(role) if isinstance(role, str) else describe_value(role)
-            raise fail("input", f"message {i} has role {shown}, expected {one_of(ROLES)}")
+            raise fail(
+                "input", f"message {i} has role {shown_value(role)}, expected {one_of(ROLES)}"
+            )
         if not isinstance(item["content"], str):
             raise fail(
                 "input",

@@ -40,8 +40,8 @@ import msgspec
 import re2
 
 from faultline._util.files import read_text_file, sha256_bytes
-from faultline._util.text import describe_value, did_you_mean, one_of
-from faultline._util.yamlsrc import LineDict, LineList, load_yaml
+from faultline._util.text import describe_value, did_you_mean, one_of, shown_value
+from faultline._util.yamlsrc import LineDict, LineList, load_yaml, text_of
 from faultline.errors import RulePackError, UsageError
 
 __all__ = [
@@ -362,11 +362,12 @@ class _PackReader:
         value = obj.get(key)
         if value is None or value == "":
             return default
-        if isinstance(value, str):
-            return value
-        if key in obj.number_texts:
-            return obj.number_texts[key]
-        raise self.error(f"got {describe_value(value)}, expected a string", obj.line_of(key), key)
+        text = text_of(obj, key)
+        if text is None:
+            raise self.error(
+                f"got {describe_value(value)}, expected a string", obj.line_of(key), key
+            )
+        return text
 
     def read_scoring(self, raw: Any, line: int) -> ScoringModel:
         if raw is None:
@@ -404,21 +405,23 @@ class _PackReader:
         label = item["label"]
         if not isinstance(label, str) or not _LABEL.match(label):
             raise self.error(
-                f"got {_shown(label)}, expected lower-case letters, digits, '.', '_' or '-'",
+                f"got {shown_value(label)}, expected lower-case letters, digits, '.', '_' or '-'",
                 at("label"),
                 "label",
             )
         kind, scope = item["kind"], item.get("scope", "anywhere")
         if not isinstance(kind, str) or kind not in KINDS:
-            raise self.error(f"got {_shown(kind)}, expected {one_of(KINDS)}", at("kind"), "kind")
+            raise self.error(
+                f"got {shown_value(kind)}, expected {one_of(KINDS)}", at("kind"), "kind"
+            )
         if not isinstance(scope, str) or scope not in SCOPES:
             raise self.error(
-                f"got {_shown(scope)}, expected {one_of(SCOPES)}", at("scope"), "scope"
+                f"got {shown_value(scope)}, expected {one_of(SCOPES)}", at("scope"), "scope"
             )
         applies_to = item.get("applies_to", "any")
         if not isinstance(applies_to, str) or applies_to not in APPLIES_TO:
             raise self.error(
-                f"got {_shown(applies_to)}, expected {one_of(APPLIES_TO)}",
+                f"got {shown_value(applies_to)}, expected {one_of(APPLIES_TO)}",
                 at("applies_to"),
                 "applies_to",
             )
@@ -564,11 +567,6 @@ def matches_zero_width(pattern: str) -> bool:
 def _cut(text: str, limit: int = 80) -> str:
     """``text`` as written (no escaping), cut to ``limit`` characters with "…"."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _shown(value: object) -> str:
-    """A bad value for a message: a string quoted, anything else described (never expanded)."""
-    return repr(value) if isinstance(value, str) else describe_value(value)
 
 
 def _reason(exc: Exception) -> str:
