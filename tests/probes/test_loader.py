@@ -128,6 +128,18 @@ def test_directory_loads_every_probe_file_in_name_order(tmp_path: Path) -> None:
     assert probes.name == "suite"
 
 
+def test_suffixes_are_read_in_any_case(tmp_path: Path) -> None:
+    # Windows tools write PROBES.YAML; a directory once skipped such files without a word.
+    d = tmp_path / "suite"
+    d.mkdir()
+    _write(d / "A.YAML", yaml.safe_dump([_probe(id="a-1")]))
+    write_jsonl(d / "b.JsonL", [_probe(id="b-1")])
+    _write(d / "c.Yml", yaml.safe_dump([_probe(id="c-1")]))
+    assert [p.id for p in load_probes(d)] == ["a-1", "b-1", "c-1"]
+    assert [p.id for p in load_probes(d / "b.JsonL")] == ["b-1"]
+    assert [p.id for p in load_probes(d / "A.YAML")] == ["a-1"]
+
+
 def test_directory_takes_the_header_of_its_first_yaml_mapping(tmp_path: Path) -> None:
     d = tmp_path / "suite"
     d.mkdir()

@@ -148,7 +148,7 @@ def import_command(  # noqa: PLR0917 - click passes every option
     Exit 0 when the set is written; 2 with the file, line and field of the first problem.
     """
     target = Path(out_path)
-    if target.suffix not in (".yaml", ".yml") or target.is_dir():
+    if target.suffix.lower() not in (".yaml", ".yml") or target.is_dir():
         raise UsageError(f"--out {out_path}: expected a .yaml or .yml file to write")
     if benign and expect == "refuse":
         raise UsageError("--benign means --expect comply; drop one of them")

@@ -55,12 +55,14 @@ def load_probes(name_or_path: str | Path) -> ProbeSet:
     if not path.exists() and str(name_or_path) in builtins:
         return _load_files(str(name_or_path), [builtins[str(name_or_path)]])
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in PROBE_SUFFIXES and p.is_file())
+        files = sorted(
+            p for p in path.iterdir() if p.suffix.lower() in PROBE_SUFFIXES and p.is_file()
+        )
         if not files:
             raise ProbeError(f"directory has no {', '.join(PROBE_SUFFIXES)} files", path=path)
         return _load_files(path.name, files)
     if path.exists():
-        if path.suffix not in PROBE_SUFFIXES:
+        if path.suffix.lower() not in PROBE_SUFFIXES:
             raise ProbeError(
                 f"unsupported file type '{path.suffix}', expected .yaml, .yml or .jsonl", path=path
             )
@@ -77,7 +79,7 @@ def _load_files(name: str, files: list[Path]) -> ProbeSet:
     locations: dict[str, str] = {}
     header: Mapping[str, str] | None = None  # the first YAML mapping's
     for file in files:
-        if file.suffix == ".jsonl":
+        if file.suffix.lower() == ".jsonl":
             found = _read_jsonl(file)
         else:
             found, file_header = _read_yaml(file)
