@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +161,46 @@ def test_an_unknown_command_is_a_usage_error(run_cli) -> None:
     result = run_cli("frobnicate")
     assert result.code == 2
     assert "No such command" in result.stderr
+
+
+def _with_stdout_closed(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m faultline ARGS | head`` whose reader left before a word was written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "faultline", *args],
+            cwd=cwd,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    ("gates", "code"), [([], 0), (["--fail-on", "pass_rate>=0"], 1)], ids=["clean", "gate"]
+)
+def test_a_reader_that_leaves_stops_the_output_not_the_command(
+    tmp_path: Path, small_files: tuple[Path, Path], gates: list[str], code: int
+) -> None:
+    # Rich exited 1 there (a tripped gate's code), possibly before the reports were written.
+    probes, responses = small_files
+    proc = _with_stdout_closed(
+        tmp_path, "score", "-p", str(probes), "-r", str(responses), "-o", "out", *gates
+    )
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    written = {p.name for p in (tmp_path / "out").iterdir()}
+    assert written >= {"report.json", "report.md", "report.html"}
+
+
+@pytest.mark.parametrize("command", [["probes", "list", "--json"], ["rules", "list", "--json"]])
+def test_a_listing_whose_reader_left_exits_zero(tmp_path: Path, command: list[str]) -> None:
+    # click turned the broken pipe into exit 1.
+    proc = _with_stdout_closed(tmp_path, *command)
+    assert (proc.returncode, proc.stderr) == (0, "")

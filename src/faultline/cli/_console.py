@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from faultline.pipeline import ProgressCallback
     from faultline.runner import RunProgress
 
-__all__ = ["err", "out", "progress", "run_progress", "shown"]
+__all__ = ["echo", "err", "out", "progress", "run_progress", "shown"]
 
 
 def shown(text: str, style: str = "") -> Text:
@@ -39,9 +40,41 @@ def shown(text: str, style: str = "") -> Text:
     return Text(visible(text), style=style)
 
 
+class _Console(Console):
+    """A console that goes quiet when its reader leaves, and lets the command finish.
+
+    ``faultline score … | head`` closes the pipe after a few lines. Rich's default exits 1
+    there (the exit code of a tripped gate) in the middle of the command, possibly before
+    the reports are written; and for stderr it silences stdout instead. Here the console
+    stops writing (its descriptor goes to ``/dev/null``), the command runs to its end and
+    exits with its own code.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        silence(self.file)
+
+
+def echo(text: str) -> None:
+    """Print plain text (JSON for scripts) as it is: no markup, no wrapping; quiet once the reader left."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence(sys.stdout)
+
+
+def silence(stream: IO[str]) -> None:
+    """Point a stream's descriptor at ``/dev/null``, so later writes (and the flush at exit) pass."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
 _width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "100"))
-out = Console(highlight=False, width=_width, soft_wrap=False)
-err = Console(stderr=True, highlight=False, width=_width)
+out = _Console(highlight=False, width=_width, soft_wrap=False)
+err = _Console(stderr=True, highlight=False, width=_width)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from faultline._util.files import atomic_write_bytes
-from faultline.cli._console import out, shown
+from faultline.cli._console import echo, out, shown
 from faultline.errors import UsageError
 from faultline.probes import SEVERITIES, builtin_probe_sets, load_probes
 from faultline.probes.importers import (
@@ -48,7 +48,7 @@ def list_command(as_json: bool) -> int:
             }
         )
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return 0
     table = Table(show_edge=False)
     for col in ("name", "version", "probes", "benign", "categories"):

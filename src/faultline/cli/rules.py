@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from faultline.cli._console import out
+from faultline.cli._console import echo, out
 from faultline.scoring import builtin_rule_packs, load_rule_pack, run_examples
 
 
@@ -31,7 +31,7 @@ def list_command(pack_name: str, as_json: bool) -> int:
     """List the rules of a pack: label, kind, scope, weight, failure modes and summary."""
     pack = load_rule_pack(pack_name)
     if as_json:
-        click.echo(
+        echo(
             json.dumps(
                 {
                     "name": pack.name,
