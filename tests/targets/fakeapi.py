@@ -93,6 +93,7 @@ class FakeAPI:
     default: Fault = field(default_factory=Fault.ok)
     answer: Callable[[dict[str, Any]], str] | None = None
     reply: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    raw_body: bytes | None = None  # sent as it is, in place of every answer
     error_message: Callable[[Logged], str] | None = None
     log: list[Logged] = field(default_factory=list)
     _plans: dict[str, list[Fault]] = field(default_factory=dict)
@@ -203,6 +204,9 @@ class FakeAPI:
             return True
         if fault.kind == "malformed":
             await _send(writer, 200, b'{"choices": [ {"message": ', {})
+            return True
+        if self.raw_body is not None:
+            await _send(writer, 200, self.raw_body, {})
             return True
         answer = self._answer(path, body) if self.reply is None else self.reply(path, body)
         await _send(writer, 200, json.dumps(answer).encode(), {})

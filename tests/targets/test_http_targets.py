@@ -726,3 +726,22 @@ def test_a_query_secret_echoed_in_any_encoding_never_reaches_the_error(
 
 def test_public_url_keeps_ipv6_brackets() -> None:
     assert public_url("http://user:pw@[::1]:8000/v1/?k=v") == "http://[::1]:8000/v1"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_escaped_lone_surrogate_is_read_as_a_replacement_character(
+    fake_api: FakeAPI, provider: str
+) -> None:
+    # json.dumps writes "\ud83d": a model's emoji cut in half. msgspec refuses the body.
+    fake_api.answer = lambda _body: "Sure \ud83d here"
+    assert answer(target(provider, fake_api)).text == "Sure \ufffd here"
+
+
+@pytest.mark.parametrize(
+    "body", [b"[" * 100_000, b'{"choices": [ {"message": '], ids=["nested-too-deep", "cut-short"]
+)
+def test_a_body_that_cannot_be_read_is_malformed(fake_api: FakeAPI, body: bytes) -> None:
+    fake_api.raw_body = body
+    error = failure(target("openai", fake_api))
+    assert (error.kind, error.retryable) == ("malformed", True)
+    assert "the body is not JSON" in error.message

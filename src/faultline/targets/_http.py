@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -12,6 +13,7 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, url
 import httpx
 import msgspec
 
+from faultline._util.text import well_formed
 from faultline._version import __version__
 from faultline.errors import UsageError
 from faultline.targets.base import (
@@ -35,7 +37,30 @@ __all__ = [
 _FATAL = {401: "auth", 403: "auth", 404: "not_found"}
 _MAX_MESSAGE = 500
 _encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
+_decode_fast = msgspec.json.Decoder().decode
+
+
+def _decode(content: bytes) -> Any:
+    r"""A JSON body.
+
+    A string escape of a lone surrogate (``"\ud83d"``, a cut emoji) is valid JSON that msgspec
+    refuses; the standard library reads it, and each such character becomes U+FFFD, as no
+    UTF-8 file or SQLite text can store it.
+    """
+    try:
+        return _decode_fast(content)
+    except msgspec.DecodeError:
+        return _well_formed(json.loads(content))  # raises ValueError if it is not JSON
+
+
+def _well_formed(value: Any) -> Any:
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, list):
+        return [_well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {well_formed(k): _well_formed(v) for k, v in value.items()}
+    return value
 
 
 def api_key(env_name: str, *, required: bool, provider: str) -> str | None:
@@ -200,7 +225,7 @@ class HttpTarget:
             raise self._status_failure(response)
         try:
             data = _decode(response.content)
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise self._failure(
                 "malformed", f"the body is not JSON: {_excerpt(self.redact(response.text))}", exc
             ) from exc
