@@ -745,3 +745,26 @@ def test_a_body_that_cannot_be_read_is_malformed(fake_api: FakeAPI, body: bytes)
     error = failure(target("openai", fake_api))
     assert (error.kind, error.retryable) == ("malformed", True)
     assert "the body is not JSON" in error.message
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"), [([], "content_filter"), ([{"type": "text", "text": "I can"}], None)]
+)
+def test_anthropic_refusal_stop_without_text_is_a_content_filter_error(
+    fake_api: FakeAPI, content: list[dict[str, str]], kind: str | None
+) -> None:
+    # Its classifier stopped the answer: like OpenAI's filter, nothing to score (and never a
+    # pass); text that came before the stop is scored.
+    reply = {
+        "type": "message",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": "refusal",
+    }
+    fake_api.reply = lambda *_: reply
+    if kind is None:
+        assert answer(target("anthropic", fake_api)).finish_reason == "refusal"
+        return
+    error = failure(target("anthropic", fake_api))
+    assert (error.kind, error.retryable) == (kind, False)
+    assert "stop_reason 'refusal'" in error.message

@@ -72,4 +72,12 @@ def _completion(data: dict[str, Any]) -> Completion:
         for b in blocks
         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
-    return api_completion(data, text, data.get("stop_reason"), ("input_tokens", "output_tokens"))
+    reason = data.get("stop_reason")
+    if reason == "refusal" and not text.strip():
+        # The API's safety classifier stopped the answer before any text: as with OpenAI's
+        # content filter, nothing the model wrote was seen, so there is nothing to score.
+        raise CallError(
+            "content_filter",
+            "the provider stopped the answer before any text (stop_reason 'refusal')",
+        )
+    return api_completion(data, text, reason, ("input_tokens", "output_tokens"))
