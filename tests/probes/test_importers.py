@@ -572,6 +572,14 @@ def test_mapped_jsonl_key_that_some_objects_have_is_read(tmp_path: Path) -> None
     assert [p["severity"] for p in probes][1] == "low"
 
 
+def test_jsonl_numbers_are_kept_as_written(tmp_path: Path) -> None:
+    # As a float, the id 1.10 read "1.1" (and 1.1 was then a duplicate of it).
+    rows = ['{"qid": 1.10, "text": "a"}', '{"qid": 1.1, "text": "b"}', '{"qid": 2e3, "text": "c"}']
+    path = _write(tmp_path / "p.jsonl", "\n".join(rows) + "\n")
+    probes = import_probes(path, "jsonl", mapping={"input": "text", "id": "qid"})
+    assert [p["id"] for p in probes] == ["jsonl-1.10", "jsonl-1.1", "jsonl-2e3"]
+
+
 def test_empty_required_cell_names_line_and_column(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.csv", "id,prompt,type\n1,Hi,homonyms\n\n2,  ,homonyms\n")
     error = _error(path, "xstest")

@@ -178,13 +178,17 @@ def malformed_line(
     return error(f"not valid JSON: {reason}", path=path, line=line)
 
 
+_FLOATS_AS_WRITTEN = msgspec.json.Decoder(float_hook=str)
+
+
 def jsonl_objects(
-    text: str, path: Path, error: type[InputError]
+    text: str, path: Path, error: type[InputError], *, floats_as_written: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each non-blank line of a JSONL text as ``(line number, object)``.
 
     Lines are split on newlines only: JSON strings may hold U+2028, which ``splitlines`` would
-    break on.
+    break on. With ``floats_as_written``, a number with a fraction or an exponent is its text
+    (``1.10`` stays ``"1.10"``, where a float would read ``1.1``).
 
     Raises:
         InputError: (of class ``error``) A line is not JSON, or not a JSON object; the
@@ -194,7 +198,7 @@ def jsonl_objects(
         if not raw.strip():
             continue
         try:
-            obj = msgspec.json.decode(raw)
+            obj = _FLOATS_AS_WRITTEN.decode(raw) if floats_as_written else msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:
             raise error(f"not valid JSON: {exc}", path=path, line=number) from None
         if not isinstance(obj, dict):

@@ -294,7 +294,8 @@ def _header(cells: list[str], path: Path, line: int) -> list[str]:
 
 
 def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[str, str]]]:
-    for number, obj in jsonl_objects(text, path, ProbeError):
+    # A number is a cell as written: an id 1.10 must not become "1.1".
+    for number, obj in jsonl_objects(text, path, ProbeError, floats_as_written=True):
         cells: dict[str, str] = {}
         for key, value in obj.items():
             if isinstance(value, bool) or not isinstance(value, str | int | float | None):
