@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from faultline._util.files import atomic_write_bytes, atomic_writer, read_text_file, sha256_bytes
+from faultline._util.files import (
+    atomic_write_bytes,
+    atomic_writer,
+    read_text_file,
+    sha256_bytes,
+    staged_files,
+)
 from faultline.errors import InputError, ProbeError, ResponseError, RulePackError
 
 
@@ -86,6 +92,46 @@ def test_atomic_writer_keeps_the_file_unchanged_until_it_closes(tmp_path: Path) 
 def test_atomic_write_into_a_missing_directory_fails(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         atomic_write_bytes(tmp_path / "absent" / "report.json", b"x")
+
+
+def _stage(paths: list[Path], contents: list[bytes], *, fail: bool = False) -> None:
+    with staged_files(paths) as temps:
+        for tmp, data in zip(temps, contents, strict=False):
+            atomic_write_bytes(tmp, data)
+        assert all(p.read_bytes() == b"old" for p in paths if p.is_file())  # none replaced yet
+        if fail:
+            raise _BoomError
+
+
+def test_staged_files_replace_every_file_once_all_are_written(tmp_path: Path) -> None:
+    paths = [tmp_path / "report.json", tmp_path / "report.md"]
+    for p in paths:
+        p.write_text("old")
+    _stage(paths, [b"new json", b"new md"])
+    assert [p.read_text() for p in paths] == ["new json", "new md"]
+    assert _leftovers(tmp_path, {"report.json", "report.md"}) == []
+
+
+def test_staged_files_that_fail_halfway_leave_every_file_as_it_was(tmp_path: Path) -> None:
+    paths = [tmp_path / "report.json", tmp_path / "report.md"]
+    for p in paths:
+        p.write_text("old")
+    with pytest.raises(_BoomError):
+        _stage(paths, [b"new json"], fail=True)  # rendering report.md failed
+    assert [p.read_text() for p in paths] == ["old", "old"]
+    assert _leftovers(tmp_path, {"report.json", "report.md"}) == []
+
+
+def test_staged_files_with_a_directory_in_the_way_replace_nothing(tmp_path: Path) -> None:
+    # The rename onto the directory would fail after the first file had been replaced.
+    paths = [tmp_path / "report.json", tmp_path / "report.html"]
+    paths[0].write_text("old")
+    paths[1].mkdir()
+    with pytest.raises(IsADirectoryError) as caught:
+        _stage(paths, [b"new", b"new"])
+    assert caught.value.filename == str(paths[1])
+    assert paths[0].read_text() == "old"
+    assert _leftovers(tmp_path, {"report.json", "report.html"}) == []
 
 
 # --------------------------------------------------------------------------- read_text_file

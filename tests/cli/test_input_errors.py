@@ -170,6 +170,24 @@ def test_failing_score_leaves_the_previous_report_untouched(
         assert (inputs / "out" / name).read_bytes() == data, name
 
 
+def test_a_report_that_cannot_be_replaced_leaves_the_others_as_they_were(
+    inputs: Path, previous_report: dict[str, bytes], run_cli: Callable[..., Result]
+) -> None:
+    # report.html cannot be replaced (a directory is in its place): report.json and report.md
+    # were replaced before, leaving a new report.json beside the old report.md.
+    html = inputs / "out" / "report.html"
+    html.mkdir()
+    result = run_cli(*SCORE, "--out", "out")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "out/report.html: a directory is in the way" in _flat(result.stderr)
+    for name in ("report.json", "report.md"):
+        assert (inputs / "out" / name).read_bytes() == previous_report[name], name
+    assert sorted(p.name for p in (inputs / "out").iterdir()) == sorted(
+        [*REPORT_FILES, "report.html"]
+    )
+
+
 def test_failing_score_creates_no_output_directory(
     inputs: Path, run_cli: Callable[..., Result]
 ) -> None:

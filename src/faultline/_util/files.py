@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -64,6 +65,36 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def staged_files(paths: Sequence[Path]) -> Iterator[list[Path]]:
+    """Temporary files beside ``paths``; once all are written, each replaces its path.
+
+    For files that belong together (report.json and its views): if writing any of them fails
+    or is interrupted, none of ``paths`` is touched and the temporary files are removed. The
+    replacing is renames only.
+
+    Args:
+        paths: The destinations; their directories must exist.
+    """
+    temps: list[Path] = []
+    try:
+        for path in paths:
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            temps.append(Path(name))
+        yield temps
+        for path in paths:  # what would stop a rename halfway through the group
+            if path.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "a directory is in the way", str(path))
+        for staged, path in zip(temps, paths, strict=True):
+            os.replace(staged, path)
+    except BaseException:
+        for staged in temps:
+            with contextlib.suppress(OSError):
+                staged.unlink()
         raise
 
 

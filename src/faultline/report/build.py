@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from faultline._util.files import atomic_write_bytes
+from faultline._util.files import atomic_write_bytes, staged_files
 from faultline.metrics.aggregate import MetricsAccumulator, rank_as_listed, with_expected_modes
 from faultline.metrics.transforms import transform_metrics, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observability
@@ -174,22 +174,25 @@ def _by_transform(cases: Sequence[CaseScore], probe_set: ProbeSet) -> dict[str, 
 
 
 def write_report(report: Report, out: Path) -> list[Path]:
-    """Write report.json, report.md and report.html into ``out`` (created if missing), each atomically.
+    """Write report.json, report.md and report.html into ``out`` (created if missing), as a group.
 
-    A report that keeps its cases inline removes the cases.parquet an earlier, larger run left
-    in ``out``, so the directory never holds the cases of another run.
+    All three are written to temporary files first: if any fails, the reports already in
+    ``out`` stay as they were, all three of the same run. A report that keeps its cases
+    inline removes the cases.parquet an earlier, larger run left in ``out``, so the directory
+    never holds the cases of another run.
 
     Returns:
         The paths written.
     """
     out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path, html_path = out / "report.json", out / "report.md", out / "report.html"
-    write_report_json(report, json_path)
+    paths = [out / "report.json", out / "report.md", out / "report.html"]
+    with staged_files(paths) as (json_tmp, md_tmp, html_tmp):
+        write_report_json(report, json_tmp)
+        atomic_write_bytes(md_tmp, render_markdown(_plain(report)).encode("utf-8"))
+        write_html(report, html_tmp)
     if report.cases_file is None:  # the cases are inline: an earlier run's file is not this run's
         (out / CASES_FILE).unlink(missing_ok=True)
-    atomic_write_bytes(md_path, render_markdown(_plain(report)).encode("utf-8"))
-    write_html(report, html_path)
-    return [json_path, md_path, html_path]
+    return paths
 
 
 def rerender_report(source: str | Path, out: str | Path | None = None) -> list[Path]:
@@ -219,10 +222,11 @@ def rerender_report(source: str | Path, out: str | Path | None = None) -> list[P
     else:
         md, html = _render_inline(data)
     target.mkdir(parents=True, exist_ok=True)
-    md_path, html_path = target / "report.md", target / "report.html"
-    atomic_write_bytes(md_path, md.encode("utf-8"))
-    atomic_write_bytes(html_path, html.encode("utf-8"))
-    return [md_path, html_path]
+    paths = [target / "report.md", target / "report.html"]
+    with staged_files(paths) as (md_tmp, html_tmp):
+        atomic_write_bytes(md_tmp, md.encode("utf-8"))
+        atomic_write_bytes(html_tmp, html.encode("utf-8"))
+    return paths
 
 
 def _render_inline(data: dict[str, Any]) -> tuple[str, str]:
