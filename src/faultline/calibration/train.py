@@ -84,6 +84,9 @@ class HeadParams:
         max_share: Largest share of the training rows a phrase may occur in. A phrase in
             nearly every response ("to", "and") tells nothing about one response; without an
             intercept the harm head would use such phrases as one anyway.
+        content_only: Leave out phrases made only of function words (scikit-learn's English
+            stop words), numbers and single characters ("3", "at", "are some"): they stand
+            for a dataset's conventions, not for what an answer says.
     """
 
     window: int
@@ -93,6 +96,7 @@ class HeadParams:
     min_groups: int = 3
     intercept: bool = True
     max_share: float = 1.0
+    content_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -325,7 +329,13 @@ def _fit_head(head: _Head, keep: list[int], groups: list[str], params: HeadParam
         for phrase in head.phrases[k]:
             seen[phrase].add(group)
     most = params.max_share * len(keep)
-    vocab = sorted(p for p, g in seen.items() if len(g) >= params.min_groups and rows[p] <= most)
+    vocab = sorted(
+        p
+        for p, g in seen.items()
+        if len(g) >= params.min_groups
+        and rows[p] <= most
+        and not (params.content_only and _function_only(p))
+    )
     weights = head.weights[keep]
     fit = functools.partial(_fit, head, keep, labels=labels, weights=weights, params=params)
     bias, coef = fit(vocab)
@@ -347,6 +357,13 @@ def _fit_head(head: _Head, keep: list[int], groups: list[str], params: HeadParam
         phrases=vocab,
         weights=[_round(float(w)) for w in coef[:n]],
     )
+
+
+def _function_only(phrase: str) -> bool:
+    """Whether a phrase is made only of function words, numbers and single characters."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return all(t in ENGLISH_STOP_WORDS or t.isdigit() or len(t) == 1 for t in phrase.split())
 
 
 def _round(x: float) -> float:
