@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -199,8 +200,49 @@ def test_a_reader_that_leaves_stops_the_output_not_the_command(
     assert written >= {"report.json", "report.md", "report.html"}
 
 
+def _with_no_stdout(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m faultline ARGS >&-``: started with no stdout at all (as by some job runners)."""
+    return subprocess.run(
+        ["sh", "-c", 'exec "$0" -m faultline "$@" >&-', sys.executable, *args],
+        cwd=cwd,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("gates", "code"), [([], 0), (["--fail-on", "pass_rate>=0"], 1)], ids=["clean", "gate"]
+)
+@pytest.mark.parametrize("launch", [_with_stdout_closed, _with_no_stdout], ids=["left", "none"])
+@pytest.mark.parametrize("command", ["score", "run"])
+def test_without_a_reader_junit_is_written_and_gates_set_the_exit_code(
+    small_files: tuple[Path, Path],
+    command: str,
+    launch: Callable[..., subprocess.CompletedProcess[str]],
+    gates: list[str],
+    code: int,
+) -> None:
+    # With no stdout at all, the console failed at import: a traceback, and nothing written.
+    probes, responses = small_files
+    tmp_path = probes.parent
+    source = ["-r", str(responses)] if command == "score" else ["-t", f"replay:{responses}"]
+    args = [command, "-p", str(probes), *source, "-o", "out", "--junit", "j.xml", *gates]
+    proc = launch(tmp_path, *args)
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "out" / "report.json").is_file()
+    junit = (tmp_path / "j.xml").read_text(encoding="utf-8")
+    assert junit.count("<testcase ") == 6
+
+
+@pytest.mark.parametrize("launch", [_with_stdout_closed, _with_no_stdout], ids=["left", "none"])
 @pytest.mark.parametrize("command", [["probes", "list", "--json"], ["rules", "list", "--json"]])
-def test_a_listing_whose_reader_left_exits_zero(tmp_path: Path, command: list[str]) -> None:
+def test_a_listing_whose_reader_left_exits_zero(
+    tmp_path: Path, command: list[str], launch: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     # click turned the broken pipe into exit 1.
-    proc = _with_stdout_closed(tmp_path, *command)
+    proc = launch(tmp_path, *command)
     assert (proc.returncode, proc.stderr) == (0, "")

@@ -57,6 +57,8 @@ class _Console(Console):
 
 def echo(text: str) -> None:
     """Print plain text (JSON for scripts) as it is: no markup, no wrapping; quiet once the reader left."""
+    if sys.stdout is None:  # started with stdout closed (``faultline … >&-``)
+        return
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -72,7 +74,11 @@ def silence(stream: IO[str]) -> None:
         os.close(devnull)
 
 
-_width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "100"))
+_width = (
+    None
+    if sys.stdout is not None and sys.stdout.isatty()
+    else int(os.environ.get("COLUMNS", "100"))
+)
 out = _Console(highlight=False, width=_width, soft_wrap=False)
 err = _Console(stderr=True, highlight=False, width=_width)
 

@@ -261,20 +261,23 @@ def run_command(**o: Any) -> int:
             "Run the same command with --resume to send only the rest."
         )
         return 130
-    _render_execution(run.execution, run.resumed)
-    render_run(run, "run", time.perf_counter() - start)
+    # Every file is written and every gate decided before a word is printed: the output may
+    # go to a reader that leaves early (``| head``), which must change neither.
+    junit_path = None
     if o["junit"] is not None:
         from faultline.report.junit import report_junit, write_junit
 
-        path = write_junit(o["junit"], report_junit(run.report))
-        out.print(f"Wrote JUnit XML to {path}.", markup=False)
+        junit_path = write_junit(o["junit"], report_junit(run.report))
+    results = evaluate_gates(gates, run.report.aggregate_metrics)
+    _render_execution(run.execution, run.resumed)
+    render_run(run, "run", time.perf_counter() - start)
+    if junit_path is not None:
+        out.print(f"Wrote JUnit XML to {junit_path}.", markup=False)
     counts = run.report.aggregate_metrics["counts"]
     tripped = _nothing_answered(counts) | _coverage_gates(
         counts, o["min_coverage"], o["max_error_rate"]
     )
-    gate_tripped = (
-        render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
-    )
+    gate_tripped = render_gates(results)
     return 3 if tripped else 1 if gate_tripped else 0
 
 
