@@ -158,6 +158,17 @@ def test_version_and_help(run_cli) -> None:
         assert command in result.stdout
 
 
+@pytest.mark.parametrize("columns", ["", "80x", "0", "-3"])
+def test_an_empty_malformed_or_non_positive_columns_is_ignored(run_cli, columns: str) -> None:
+    # An empty or malformed COLUMNS was a traceback at import; 0 silently dropped every line.
+    expected = run_cli("probes", "list", env={"COLUMNS": "100"})
+    result = run_cli("probes", "list", env={"COLUMNS": columns})
+    assert (result.code, result.stderr) == (0, "")
+    assert result.stdout == expected.stdout
+    assert "demo" in result.stdout
+    assert run_cli("--version", env={"COLUMNS": columns}).code == 0
+
+
 def test_an_unknown_command_is_a_usage_error(run_cli) -> None:
     result = run_cli("frobnicate")
     assert result.code == 2

@@ -594,6 +594,20 @@ def test_progress_without_a_terminal_is_plain_lines_ending_with_the_total(
     assert "\x1b[" not in result.stderr  # no colours or cursor moves when not a terminal
 
 
+@pytest.mark.parametrize("value", ["abc", "-1", "inf", "nan"])
+def test_a_bad_progress_interval_exits_2_before_any_request(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, small_files: Any, value: str
+) -> None:
+    # It was a traceback (exit 4) once the requests had been sent.
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api)
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY, "FAULTLINE_PROGRESS_SECONDS": value})
+    assert result.code == 2, result.stdout + result.stderr
+    assert f"FAULTLINE_PROGRESS_SECONDS={value!r}" in result.stderr
+    _no_traceback(result)
+    assert not fake_api.log
+    assert not (tmp_path / "out").exists()
+
+
 # -- anthropic ---------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from faultline.cli._console import err, out, run_progress
+from faultline.cli._console import err, out, progress_seconds, run_progress
 from faultline.cli._options import parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
 from faultline.errors import UsageError
@@ -219,6 +219,7 @@ def run_command(**o: Any) -> int:
     from faultline.runner.journal import JOURNAL_NAME, recorded_count
     from faultline.targets import TargetOptions
 
+    every = progress_seconds()
     config = parse_config(
         o["pass_threshold"], o["severity_weights"], rules_only=o["rules_only"], learned=o["learned"]
     )
@@ -233,7 +234,7 @@ def run_command(**o: Any) -> int:
     probes = _probe_set(o["probes"], o["transforms"])
     start = time.perf_counter()
     try:
-        with run_progress("requests") as on_progress:
+        with run_progress("requests", every) as on_progress:
             run = run_probes(
                 probes,
                 o["target"],
