@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.conftest import write_jsonl
@@ -167,6 +168,37 @@ def test_an_empty_malformed_or_non_positive_columns_is_ignored(run_cli, columns:
     assert result.stdout == expected.stdout
     assert "demo" in result.stdout
     assert run_cli("--version", env={"COLUMNS": columns}).code == 0
+
+
+def _float_options() -> list[tuple[str, click.Parameter]]:
+    """Every option of every command (and subcommand) that takes a float."""
+    from faultline.cli import app
+
+    found = []
+    commands: list[tuple[str, click.Command]] = [("faultline", app)]
+    while commands:
+        name, command = commands.pop()
+        if isinstance(command, click.Group):
+            commands.extend((f"{name} {n}", c) for n, c in command.commands.items())
+        found.extend(
+            (f"{name} {param.opts[0]}", param)
+            for param in command.params
+            if isinstance(param.type, click.types.FloatParamType)
+        )
+    return sorted(found, key=lambda item: item[0])
+
+
+def test_every_float_option_refuses_nan_and_infinity() -> None:
+    # click's float types let NaN and (without a bound) infinity through.
+    from faultline.cli._options import FiniteFloat
+
+    options = _float_options()
+    assert "faultline run --temperature" in dict(options)
+    for where, param in options:
+        assert isinstance(param.type, FiniteFloat), where
+        for value in ("nan", "inf", "-inf"):
+            with pytest.raises(click.BadParameter):
+                param.type.convert(value, param, None)
 
 
 def test_an_unknown_command_is_a_usage_error(run_cli) -> None:

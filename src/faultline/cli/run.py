@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from faultline.cli._console import err, out, progress_seconds, run_progress
-from faultline.cli._options import parse_config, scoring_options
+from faultline.cli._options import FiniteFloat, parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
 from faultline.errors import UsageError
 
@@ -71,7 +71,7 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--temperature",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             default=None,
             help="Sampling temperature (default: the server's).",
         ),
@@ -96,7 +96,7 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--timeout",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=120.0,
             show_default=True,
             help="Seconds one request may take.",
@@ -111,13 +111,13 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--rpm",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=None,
             help="Most requests per minute.",
         ),
         click.option(
             "--tpm",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=None,
             help="Most tokens (in + out) per minute.",
         ),
@@ -155,26 +155,26 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--min-coverage",
-            type=click.FloatRange(0, 1),
+            type=FiniteFloat(0, 1),
             default=None,
             help="Exit 3 when fewer than this share of cases were scored.",
         ),
         click.option(
             "--max-error-rate",
-            type=click.FloatRange(0, 1),
+            type=FiniteFloat(0, 1),
             default=None,
             help="Exit 3 when more than this share of cases are errors.",
         ),
         click.option(
             "--price-in",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             default=None,
             metavar="PRICE",
             help="Price of a million input tokens, for the cost estimate.",
         ),
         click.option(
             "--price-out",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             default=None,
             metavar="PRICE",
             help="Price of a million output tokens, for the cost estimate.",
