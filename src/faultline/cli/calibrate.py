@@ -114,7 +114,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
     start = time.perf_counter()
 
     def note(message: str) -> None:
-        err.print(f"calibrate: {message}", markup=False, highlight=False)
+        err.print(shown(f"calibrate: {message}"))
 
     if train:
         result = train_model(
@@ -144,8 +144,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         written.append(target)
     _print_table(headline_rows(result.summary))
     out.print(
-        f"Wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - start:.1f} s.",
-        markup=False,
+        shown(f"Wrote {', '.join(map(str, written))} in {time.perf_counter() - start:.1f} s.")
     )
     return 0
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from faultline.cli._console import err, out, progress_seconds, run_progress
+from faultline.cli._console import err, out, progress_seconds, run_progress, shown
 from faultline.cli._options import FiniteFloat, parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
 from faultline.errors import UsageError
@@ -258,8 +258,10 @@ def run_command(**o: Any) -> int:
     except KeyboardInterrupt:
         n = recorded_count(o["out"])
         err.print(
-            f"faultline: interrupted; {n:,} cases are recorded in {o['out']}/{JOURNAL_NAME}. "
-            "Run the same command with --resume to send only the rest."
+            shown(
+                f"faultline: interrupted; {n:,} cases are recorded in {o['out']}/{JOURNAL_NAME}. "
+                "Run the same command with --resume to send only the rest."
+            )
         )
         return 130
     # Every file is written and every gate decided before a word is printed: the output may
@@ -273,7 +275,7 @@ def run_command(**o: Any) -> int:
     _render_execution(run.execution, run.resumed)
     render_run(run, "run", time.perf_counter() - start)
     if junit_path is not None:
-        out.print(f"Wrote JUnit XML to {junit_path}.", markup=False)
+        out.print(shown(f"Wrote JUnit XML to {junit_path}."))
     counts = run.report.aggregate_metrics["counts"]
     tripped = _nothing_answered(counts) | _coverage_gates(
         counts, o["min_coverage"], o["max_error_rate"]

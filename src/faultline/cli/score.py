@@ -7,7 +7,7 @@ import time
 import click
 
 from faultline.cli._console import out as console
-from faultline.cli._console import progress
+from faultline.cli._console import progress, shown
 from faultline.cli._options import parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
 
@@ -154,5 +154,5 @@ def score_command(  # noqa: PLR0917 - click passes every option
     results = evaluate_gates(gates, run.report.aggregate_metrics)
     render_run(run, "score", time.perf_counter() - start)
     if junit_path is not None:
-        console.print(f"Wrote JUnit XML to {junit_path}.", markup=False)
+        console.print(shown(f"Wrote JUnit XML to {junit_path}."))
     return 1 if render_gates(results) else 0
