@@ -873,6 +873,18 @@ def test_a_seed_out_of_range_exits_2_before_the_work(
     assert not (tmp_path / "cal").exists()
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "0"])
+def test_a_pass_threshold_out_of_range_exits_2_before_the_work(
+    run_cli: Callable[..., Result], tmp_path: Path, value: str
+) -> None:
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows()[:3])
+    result = run_cli("calibrate", "labelled.jsonl", "--out", "cal", "--pass-threshold", value)
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "'--pass-threshold'" in result.stderr
+    assert not (tmp_path / "cal").exists()
+
+
 def test_an_out_inside_a_file_exits_2_before_the_work(
     run_cli: Callable[..., Result], tmp_path: Path
 ) -> None:

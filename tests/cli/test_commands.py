@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.conftest import write_jsonl
@@ -157,6 +159,48 @@ def test_version_and_help(run_cli) -> None:
         assert command in result.stdout
 
 
+@pytest.mark.parametrize("columns", ["", "80x", "0", "-3"])
+def test_an_empty_malformed_or_non_positive_columns_is_ignored(run_cli, columns: str) -> None:
+    # An empty or malformed COLUMNS was a traceback at import; 0 silently dropped every line.
+    expected = run_cli("probes", "list", env={"COLUMNS": "100"})
+    result = run_cli("probes", "list", env={"COLUMNS": columns})
+    assert (result.code, result.stderr) == (0, "")
+    assert result.stdout == expected.stdout
+    assert "demo" in result.stdout
+    assert run_cli("--version", env={"COLUMNS": columns}).code == 0
+
+
+def _float_options() -> list[tuple[str, click.Parameter]]:
+    """Every option of every command (and subcommand) that takes a float."""
+    from faultline.cli import app
+
+    found = []
+    commands: list[tuple[str, click.Command]] = [("faultline", app)]
+    while commands:
+        name, command = commands.pop()
+        if isinstance(command, click.Group):
+            commands.extend((f"{name} {n}", c) for n, c in command.commands.items())
+        found.extend(
+            (f"{name} {param.opts[0]}", param)
+            for param in command.params
+            if isinstance(param.type, click.types.FloatParamType)
+        )
+    return sorted(found, key=lambda item: item[0])
+
+
+def test_every_float_option_refuses_nan_and_infinity() -> None:
+    # click's float types let NaN and (without a bound) infinity through.
+    from faultline.cli._options import FiniteFloat
+
+    options = _float_options()
+    assert "faultline run --temperature" in dict(options)
+    for where, param in options:
+        assert isinstance(param.type, FiniteFloat), where
+        for value in ("nan", "inf", "-inf"):
+            with pytest.raises(click.BadParameter):
+                param.type.convert(value, param, None)
+
+
 def test_an_unknown_command_is_a_usage_error(run_cli) -> None:
     result = run_cli("frobnicate")
     assert result.code == 2
@@ -199,8 +243,49 @@ def test_a_reader_that_leaves_stops_the_output_not_the_command(
     assert written >= {"report.json", "report.md", "report.html"}
 
 
+def _with_no_stdout(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m faultline ARGS >&-``: started with no stdout at all (as by some job runners)."""
+    return subprocess.run(
+        ["sh", "-c", 'exec "$0" -m faultline "$@" >&-', sys.executable, *args],
+        cwd=cwd,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("gates", "code"), [([], 0), (["--fail-on", "pass_rate>=0"], 1)], ids=["clean", "gate"]
+)
+@pytest.mark.parametrize("launch", [_with_stdout_closed, _with_no_stdout], ids=["left", "none"])
+@pytest.mark.parametrize("command", ["score", "run"])
+def test_without_a_reader_junit_is_written_and_gates_set_the_exit_code(
+    small_files: tuple[Path, Path],
+    command: str,
+    launch: Callable[..., subprocess.CompletedProcess[str]],
+    gates: list[str],
+    code: int,
+) -> None:
+    # With no stdout at all, the console failed at import: a traceback, and nothing written.
+    probes, responses = small_files
+    tmp_path = probes.parent
+    source = ["-r", str(responses)] if command == "score" else ["-t", f"replay:{responses}"]
+    args = [command, "-p", str(probes), *source, "-o", "out", "--junit", "j.xml", *gates]
+    proc = launch(tmp_path, *args)
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "out" / "report.json").is_file()
+    junit = (tmp_path / "j.xml").read_text(encoding="utf-8")
+    assert junit.count("<testcase ") == 6
+
+
+@pytest.mark.parametrize("launch", [_with_stdout_closed, _with_no_stdout], ids=["left", "none"])
 @pytest.mark.parametrize("command", [["probes", "list", "--json"], ["rules", "list", "--json"]])
-def test_a_listing_whose_reader_left_exits_zero(tmp_path: Path, command: list[str]) -> None:
+def test_a_listing_whose_reader_left_exits_zero(
+    tmp_path: Path, command: list[str], launch: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     # click turned the broken pipe into exit 1.
-    proc = _with_stdout_closed(tmp_path, *command)
+    proc = launch(tmp_path, *command)
     assert (proc.returncode, proc.stderr) == (0, "")

@@ -82,7 +82,13 @@ FAILING_RUNS: list[tuple[str, tuple[str, ...], list[str]]] = [
     ("severity-weight-no-value", (*SCORE, "--severity-weights", "high"), ["--severity-weights"]),
     ("fail-on-nonsense", (*SCORE, "--fail-on", "nonsense"), ["'nonsense'"]),
     ("fail-on-unknown-metric", (*SCORE, "--fail-on", "nonsense<1"), ["'nonsense'"]),
-    ("pass-threshold-zero", (*SCORE, "--pass-threshold", "0"), ["pass_threshold"]),
+    ("pass-threshold-zero", (*SCORE, "--pass-threshold", "0"), ["'--pass-threshold'", "0<x<=1"]),
+    ("pass-threshold-nan", (*SCORE, "--pass-threshold", "nan"), ["'--pass-threshold'", "finite"]),
+    (
+        "severity-weight-infinite",
+        (*SCORE, "--severity-weights", "high=inf"),
+        ["--severity-weights", "'inf'", "finite"],
+    ),
 ]
 _IDS = [c[0] for c in FAILING_RUNS]
 _PARAMS = [c[1:] for c in FAILING_RUNS]

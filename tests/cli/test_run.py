@@ -414,6 +414,40 @@ def test_an_unknown_provider_exits_2(tmp_path: Path, run_cli: RunCli, small_file
     assert not (tmp_path / "out").exists()
 
 
+# (the option refused, the options given)
+NOT_FINITE: list[tuple[str, tuple[str, ...]]] = [
+    ("--temperature", ("--temperature", "nan")),
+    ("--temperature", ("--temperature", "inf")),
+    ("--timeout", ("--timeout", "inf")),
+    ("--timeout", ("--timeout", "nan")),
+    ("--rpm", ("--rpm", "nan")),
+    ("--rpm", ("--rpm", "inf")),
+    ("--tpm", ("--tpm", "nan")),
+    ("--min-coverage", ("--min-coverage", "nan")),
+    ("--max-error-rate", ("--max-error-rate", "nan")),
+    ("--price-in", ("--price-in", "nan", "--price-out", "1")),
+    ("--price-out", ("--price-in", "1", "--price-out", "inf")),
+    ("--pass-threshold", ("--pass-threshold", "nan")),
+]
+
+
+@pytest.mark.parametrize(("bad", "given"), NOT_FINITE, ids=[" ".join(g) for _, g in NOT_FINITE])
+@pytest.mark.usefixtures("small_files")
+def test_a_float_option_that_is_not_finite_exits_2_before_any_request(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, bad: str, given: tuple[str, ...]
+) -> None:
+    # NaN and infinity passed click's ranges: every request was sent (--temperature nan to
+    # the server as is), then a traceback and no report; a NaN gate was silently off.
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, *given)
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 2, result.stdout + result.stderr
+    assert f"Invalid value for '{bad}'" in result.stderr
+    assert "is not a finite number" in result.stderr
+    _no_traceback(result)
+    assert not fake_api.log
+    assert not (tmp_path / "out").exists()
+
+
 def test_retry_errors_without_resume_exits_2(
     tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, small_files: Any
 ) -> None:
@@ -592,6 +626,20 @@ def test_progress_without_a_terminal_is_plain_lines_ending_with_the_total(
     assert done[-1] == 6
     assert lines[-1] == [ln for ln in result.stderr.splitlines() if ln.strip()][-1]
     assert "\x1b[" not in result.stderr  # no colours or cursor moves when not a terminal
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "inf", "nan"])
+def test_a_bad_progress_interval_exits_2_before_any_request(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, small_files: Any, value: str
+) -> None:
+    # It was a traceback (exit 4) once the requests had been sent.
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api)
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY, "FAULTLINE_PROGRESS_SECONDS": value})
+    assert result.code == 2, result.stdout + result.stderr
+    assert f"FAULTLINE_PROGRESS_SECONDS={value!r}" in result.stderr
+    _no_traceback(result)
+    assert not fake_api.log
+    assert not (tmp_path / "out").exists()
 
 
 # -- anthropic ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import time
@@ -23,12 +24,22 @@ from rich.progress import (
 from rich.text import Text
 
 from faultline._util.text import visible
+from faultline.errors import UsageError
 
 if TYPE_CHECKING:
     from faultline.pipeline import ProgressCallback
     from faultline.runner import RunProgress
 
-__all__ = ["echo", "err", "out", "progress", "run_progress", "shown"]
+__all__ = [
+    "echo",
+    "err",
+    "out",
+    "output_width",
+    "progress",
+    "progress_seconds",
+    "run_progress",
+    "shown",
+]
 
 
 def shown(text: str, style: str = "") -> Text:
@@ -57,6 +68,8 @@ class _Console(Console):
 
 def echo(text: str) -> None:
     """Print plain text (JSON for scripts) as it is: no markup, no wrapping; quiet once the reader left."""
+    if sys.stdout is None:  # started with stdout closed (``faultline … >&-``)
+        return
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -72,7 +85,54 @@ def silence(stream: IO[str]) -> None:
         os.close(devnull)
 
 
-_width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "100"))
+#: The output's width when it is not a terminal, unless ``COLUMNS`` gives one.
+DEFAULT_WIDTH = 100
+
+#: The variable that sets the seconds between a run's progress lines off a terminal.
+PROGRESS_SECONDS_VARIABLE = "FAULTLINE_PROGRESS_SECONDS"
+
+#: Seconds between a run's progress lines off a terminal, unless the variable says otherwise.
+DEFAULT_PROGRESS_SECONDS = 10.0
+
+
+def output_width() -> int | None:
+    """The width to lay the output out in: ``None`` on a terminal (rich measures it).
+
+    Otherwise ``COLUMNS`` when it is a whole number above 0, else :data:`DEFAULT_WIDTH`: an
+    empty, malformed, zero or negative ``COLUMNS`` is ignored, as most tools do (a width of
+    0 would drop every line).
+    """
+    if sys.stdout is not None and sys.stdout.isatty():
+        return None
+    text = os.environ.get("COLUMNS", "").strip()
+    columns = int(text) if text.isascii() and text.isdigit() else 0
+    return columns if columns > 0 else DEFAULT_WIDTH
+
+
+def progress_seconds() -> float:
+    """Seconds between a run's progress lines: ``FAULTLINE_PROGRESS_SECONDS``, default 10.
+
+    Unset or empty gives the default; 0 prints a line at every recorded case.
+
+    Raises:
+        UsageError: The variable is not a finite number of 0 or more.
+    """
+    text = os.environ.get(PROGRESS_SECONDS_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_PROGRESS_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise UsageError(
+            f"{PROGRESS_SECONDS_VARIABLE}={text!r} is not a number of seconds; give a finite "
+            "number of 0 or more (0: a line at every case), or unset it"
+        )
+    return seconds
+
+
+_width = output_width()
 out = _Console(highlight=False, width=_width, soft_wrap=False)
 err = _Console(stderr=True, highlight=False, width=_width)
 
@@ -103,17 +163,16 @@ def progress(label: str) -> Iterator[ProgressCallback | None]:
 
 
 @contextmanager
-def run_progress(label: str) -> Iterator[Callable[[RunProgress], None]]:
+def run_progress(label: str, every: float) -> Iterator[Callable[[RunProgress], None]]:
     """Progress of a run's requests on stderr.
 
     On a terminal, a bar with done / total, rate, ETA, errors and retries; otherwise a plain
-    line every ``FAULTLINE_PROGRESS_SECONDS`` seconds (default 10), and one at the end.
+    line every ``every`` seconds (see :func:`progress_seconds`), and one at the end.
     """
     if err.is_terminal:
         with _run_bar(label) as update:
             yield update
         return
-    every = float(os.environ.get("FAULTLINE_PROGRESS_SECONDS", "10"))
     last: list[RunProgress] = []
     shown = [time.monotonic()]
 

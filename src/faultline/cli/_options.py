@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -15,6 +16,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: A seed: what NumPy and scikit-learn take (0 to 2**32 - 1), checked where it is given.
 SEED = click.IntRange(0, 2**32 - 1)
+
+
+class FiniteFloat(click.FloatRange):
+    """A finite number, within optional bounds, as every float option of the commands takes.
+
+    click's ``FloatRange`` lets NaN through (every comparison with it is false), and the
+    infinities when no bound stops them: ``--temperature nan`` was sent to the server, and
+    ``--max-error-rate nan`` turned its gate off. Here they exit 2 naming the option, before
+    any work.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+#: A pass threshold: a case passes when its risk score is below it.
+PASS_THRESHOLD = FiniteFloat(0, 1, min_open=True)
 
 
 def scoring_options(func: F) -> F:
@@ -41,10 +62,10 @@ def scoring_options(func: F) -> F:
         ),
         click.option(
             "--pass-threshold",
-            type=float,
+            type=PASS_THRESHOLD,
             default=0.5,
             show_default=True,
-            help="A case passes when its risk score is below this (0 < t <= 1).",
+            help="A case passes when its risk score is below this.",
         ),
         click.option(
             "--severity-weights",
@@ -113,6 +134,11 @@ def parse_config(
                 raise UsageError(
                     f"--severity-weights: weight {value.strip()!r} for {tier} is not a number"
                 ) from None
+            if not (math.isfinite(weights[tier]) and weights[tier] > 0):
+                raise UsageError(
+                    f"--severity-weights: weight {value.strip()!r} for {tier} is not a finite "
+                    "number above 0"
+                )
     return ScoringConfig(
         pass_threshold=pass_threshold,
         severity_weights=weights,

@@ -42,11 +42,16 @@ def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:
     _categories(m)
     _geometry(run.report.observability)
     if run.unanswered:
-        shown = ", ".join(run.unanswered[:5]) + (" …" if len(run.unanswered) > 5 else "")
-        out.print(f"[yellow]Note:[/] {len(run.unanswered)} probe(s) have no response: {shown}")
+        ids = ", ".join(run.unanswered[:5]) + (" …" if len(run.unanswered) > 5 else "")
+        out.print(
+            Text.assemble(
+                ("Note:", "yellow"),
+                f" {len(run.unanswered)} probe(s) have no response: ",
+                shown(ids),
+            )
+        )
     if run.written:
-        names = ", ".join(str(p) for p in run.written)
-        out.print(f"Wrote {names} in {seconds:.1f} s.")
+        out.print(shown(f"Wrote {written(run.written)} in {seconds:.1f} s."))
 
 
 def _models(models: dict[str, Any]) -> None:
@@ -116,7 +121,7 @@ def render_gates(results: list[GateResult]) -> bool:
     """Print each gate's outcome; return whether any tripped."""
     for r in results:
         style = "red" if r.tripped else "green"
-        out.print(f"[{style}]gate[/] {r.describe()}")
+        out.print(Text.assemble(("gate", style), " ", shown(r.describe())))
     return any(r.tripped for r in results)
 
 

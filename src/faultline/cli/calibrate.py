@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from faultline.cli._console import err, out, shown
-from faultline.cli._options import SEED, parse_config
+from faultline.cli._options import PASS_THRESHOLD, SEED, parse_config
 
 
 @click.command("calibrate")
@@ -53,7 +53,13 @@ from faultline.cli._options import SEED, parse_config
     show_default=True,
     help="Misclassified rows kept per task and file in the outputs.",
 )
-@click.option("--pass-threshold", type=float, default=0.5, show_default=True)
+@click.option(
+    "--pass-threshold",
+    type=PASS_THRESHOLD,
+    default=0.5,
+    show_default=True,
+    help="A response passes when its risk score is below this.",
+)
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the bootstrap.")
 def calibrate_command(  # noqa: PLR0917 - click passes every option
     files: tuple[str, ...],
@@ -108,7 +114,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
     start = time.perf_counter()
 
     def note(message: str) -> None:
-        err.print(f"calibrate: {message}", markup=False, highlight=False)
+        err.print(shown(f"calibrate: {message}"))
 
     if train:
         result = train_model(
@@ -138,8 +144,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         written.append(target)
     _print_table(headline_rows(result.summary))
     out.print(
-        f"Wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - start:.1f} s.",
-        markup=False,
+        shown(f"Wrote {', '.join(map(str, written))} in {time.perf_counter() - start:.1f} s.")
     )
     return 0
 

@@ -70,12 +70,14 @@ def compare_command(
     result = compare_files(base, new)
     paths = write_compare(result, Path(out_dir))
     _summary(result)
-    out.print(Text(f"Wrote {written(paths)}."))
+    out.print(shown(f"Wrote {written(paths)}."))
     results = evaluate_compare_gates(gates, result)
     if junit is not None:
         from faultline.report.junit import compare_junit, write_junit
 
-        out.print(Text(f"Wrote JUnit XML to {write_junit(junit, compare_junit(result, results))}."))
+        out.print(
+            shown(f"Wrote JUnit XML to {write_junit(junit, compare_junit(result, results))}.")
+        )
     tripped = render_gates(results) if results else False
     return 1 if tripped else 0
 

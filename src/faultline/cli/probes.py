@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 from rich.table import Table
-from rich.text import Text
 
 from faultline._util.files import atomic_write_bytes
 from faultline.cli._console import echo, out, shown
@@ -55,8 +54,8 @@ def list_command(as_json: bool) -> int:
         table.add_column(col, justify="right" if col in ("probes", "benign") else "left")
     for r in rows:
         table.add_row(
-            r["name"],
-            r["version"] or "",
+            shown(r["name"]),
+            shown(r["version"] or ""),
             str(r["count"]),
             str(r["benign_controls"]),
             shown(", ".join(r["categories"])),
@@ -76,7 +75,7 @@ def validate_command(paths: tuple[str, ...]) -> int:
         s = load_probes(path)
         comply = sum(p.expect == "comply" for p in s)
         out.print(
-            Text(
+            shown(
                 f"{path}: ok — {len(s)} probes ({comply} benign controls), "
                 f"{len(s.categories)} categories: {', '.join(s.categories)}"
             )
@@ -165,7 +164,7 @@ def import_command(  # noqa: PLR0917 - click passes every option
     _print_counts(probes)
     comply = sum(p["expect"] == "comply" for p in probes)
     out.print(
-        Text(
+        shown(
             f"Wrote {len(probes)} probes ({comply} benign controls) from {file} "
             f"({FORMATS[fmt].title}) to {target}."
         )

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from faultline.cli._console import out
+from faultline.cli._console import out, shown
 from faultline.cli._render import written
 
 
@@ -33,5 +33,5 @@ def report_command(source: str, out_dir: str | None) -> int:
 
     start = time.perf_counter()
     paths = rerender_report(source, out_dir)
-    out.print(f"Wrote {written(paths)} in {time.perf_counter() - start:.1f} s.")
+    out.print(shown(f"Wrote {written(paths)} in {time.perf_counter() - start:.1f} s."))
     return 0

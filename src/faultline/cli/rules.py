@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from faultline.cli._console import echo, out
+from faultline.cli._console import echo, out, shown
 from faultline.scoring import builtin_rule_packs, load_rule_pack, run_examples
 
 
@@ -58,20 +58,27 @@ def list_command(pack_name: str, as_json: bool) -> int:
             )
         )
         return 0
+    # Everything from the pack's file (and its path) is data: never markup, controls escaped.
     out.print(
-        f"[bold]{pack.name}[/] {pack.version} — {len(pack.rules)} rules (sha256 {pack.sha256[:12]}) from {pack.source}"
+        Text.assemble(
+            shown(pack.name, "bold"),
+            " ",
+            shown(pack.version),
+            f" — {len(pack.rules)} rules (sha256 {pack.sha256[:12]}) from ",
+            shown(pack.source),
+        )
     )
     table = Table(show_edge=False)
     for col in ("label", "kind", "scope", "weight", "failure modes", "summary"):
         table.add_column(col, justify="right" if col == "weight" else "left")
     for r in pack.rules:
         table.add_row(
-            r.label,
-            r.kind,
-            r.scope,
+            shown(r.label),
+            shown(r.kind),
+            shown(r.scope),
             f"{r.weight:g}",
-            Text(", ".join(r.failure_modes)),
-            Text(r.summary),
+            shown(", ".join(r.failure_modes)),
+            shown(r.summary),
         )
     out.print(table)
     return 0
@@ -94,12 +101,14 @@ def test_command(pack_names: tuple[str, ...]) -> int:
         bad = [r for r in results if not r.ok]
         failures += len(bad)
         out.print(
-            f"{pack.name} {pack.version}: {len(results) - len(bad)}/{len(results)} examples pass "
-            f"across {len(pack.rules)} rules"
+            shown(
+                f"{pack.name} {pack.version}: {len(results) - len(bad)}/{len(results)} examples "
+                f"pass across {len(pack.rules)} rules"
+            )
         )
         for r in bad:
             verb = (
                 "should match but does not" if r.expect == "match" else "should not match but does"
             )
-            out.print(Text(f"  FAIL {r.rule} (line {r.line}) {verb}: {r.text!r}", style="red"))
+            out.print(shown(f"  FAIL {r.rule} (line {r.line}) {verb}: {r.text!r}", style="red"))
     return 1 if failures else 0

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from faultline.cli._console import err, out, run_progress
-from faultline.cli._options import parse_config, scoring_options
+from faultline.cli._console import err, out, progress_seconds, run_progress, shown
+from faultline.cli._options import FiniteFloat, parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
 from faultline.errors import UsageError
 
@@ -71,7 +71,7 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--temperature",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             default=None,
             help="Sampling temperature (default: the server's).",
         ),
@@ -96,7 +96,7 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--timeout",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=120.0,
             show_default=True,
             help="Seconds one request may take.",
@@ -111,13 +111,13 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--rpm",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=None,
             help="Most requests per minute.",
         ),
         click.option(
             "--tpm",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(min=0, min_open=True),
             default=None,
             help="Most tokens (in + out) per minute.",
         ),
@@ -155,26 +155,26 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--min-coverage",
-            type=click.FloatRange(0, 1),
+            type=FiniteFloat(0, 1),
             default=None,
             help="Exit 3 when fewer than this share of cases were scored.",
         ),
         click.option(
             "--max-error-rate",
-            type=click.FloatRange(0, 1),
+            type=FiniteFloat(0, 1),
             default=None,
             help="Exit 3 when more than this share of cases are errors.",
         ),
         click.option(
             "--price-in",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             default=None,
             metavar="PRICE",
             help="Price of a million input tokens, for the cost estimate.",
         ),
         click.option(
             "--price-out",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             default=None,
             metavar="PRICE",
             help="Price of a million output tokens, for the cost estimate.",
@@ -219,6 +219,7 @@ def run_command(**o: Any) -> int:
     from faultline.runner.journal import JOURNAL_NAME, recorded_count
     from faultline.targets import TargetOptions
 
+    every = progress_seconds()
     config = parse_config(
         o["pass_threshold"], o["severity_weights"], rules_only=o["rules_only"], learned=o["learned"]
     )
@@ -233,7 +234,7 @@ def run_command(**o: Any) -> int:
     probes = _probe_set(o["probes"], o["transforms"])
     start = time.perf_counter()
     try:
-        with run_progress("requests") as on_progress:
+        with run_progress("requests", every) as on_progress:
             run = run_probes(
                 probes,
                 o["target"],
@@ -257,24 +258,29 @@ def run_command(**o: Any) -> int:
     except KeyboardInterrupt:
         n = recorded_count(o["out"])
         err.print(
-            f"faultline: interrupted; {n:,} cases are recorded in {o['out']}/{JOURNAL_NAME}. "
-            "Run the same command with --resume to send only the rest."
+            shown(
+                f"faultline: interrupted; {n:,} cases are recorded in {o['out']}/{JOURNAL_NAME}. "
+                "Run the same command with --resume to send only the rest."
+            )
         )
         return 130
-    _render_execution(run.execution, run.resumed)
-    render_run(run, "run", time.perf_counter() - start)
+    # Every file is written and every gate decided before a word is printed: the output may
+    # go to a reader that leaves early (``| head``), which must change neither.
+    junit_path = None
     if o["junit"] is not None:
         from faultline.report.junit import report_junit, write_junit
 
-        path = write_junit(o["junit"], report_junit(run.report))
-        out.print(f"Wrote JUnit XML to {path}.", markup=False)
+        junit_path = write_junit(o["junit"], report_junit(run.report))
+    results = evaluate_gates(gates, run.report.aggregate_metrics)
+    _render_execution(run.execution, run.resumed)
+    render_run(run, "run", time.perf_counter() - start)
+    if junit_path is not None:
+        out.print(shown(f"Wrote JUnit XML to {junit_path}."))
     counts = run.report.aggregate_metrics["counts"]
     tripped = _nothing_answered(counts) | _coverage_gates(
         counts, o["min_coverage"], o["max_error_rate"]
     )
-    gate_tripped = (
-        render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
-    )
+    gate_tripped = render_gates(results)
     return 3 if tripped else 1 if gate_tripped else 0
 
 

@@ -7,7 +7,7 @@ import time
 import click
 
 from faultline.cli._console import out as console
-from faultline.cli._console import progress
+from faultline.cli._console import progress, shown
 from faultline.cli._options import parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run
 
@@ -144,11 +144,15 @@ def score_command(  # noqa: PLR0917 - click passes every option
             on_progress=on_progress,
             calibration=attached,
         )
-    render_run(run, "score", time.perf_counter() - start)
+    # Every file is written and every gate decided before a word is printed: the output may
+    # go to a reader that leaves early (``| head``), which must change neither.
+    junit_path = None
     if junit is not None:
         from faultline.report.junit import report_junit, write_junit
 
-        path = write_junit(junit, report_junit(run.report, probe_set))
-        console.print(f"Wrote JUnit XML to {path}.", markup=False)
-    tripped = render_gates(evaluate_gates(gates, run.report.aggregate_metrics)) if gates else False
-    return 1 if tripped else 0
+        junit_path = write_junit(junit, report_junit(run.report, probe_set))
+    results = evaluate_gates(gates, run.report.aggregate_metrics)
+    render_run(run, "score", time.perf_counter() - start)
+    if junit_path is not None:
+        console.print(shown(f"Wrote JUnit XML to {junit_path}."))
+    return 1 if render_gates(results) else 0

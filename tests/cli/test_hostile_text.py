@@ -1,0 +1,95 @@
+"""Text from files and paths reaches the terminal as text: never Rich markup, controls escaped.
+
+A rule pack's name, a probe id or an output directory may hold ``[/]`` (Rich read it as a
+closing tag: a MarkupError traceback, exit 4, after the reports were written),
+``[link=...]`` (a terminal hyperlink) or an ESC (a terminal escape sequence).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import Result
+
+RunCli = Callable[..., Result]
+
+WIDE = {"COLUMNS": "400"}  # no wrapping inside the strings looked for
+
+HOSTILE_PACK = """\
+name: "evil[/]\\u001b[31m"
+version: "[bold]1.0"
+description: x
+rules:
+  - label: refusal.x
+    kind: boundary
+    scope: anywhere
+    weight: 2.0
+    summary: "sum \\u001b]0;title\\u0007 [link=https://evil.example]click[/link]"
+    description: d
+    patterns:
+      - "nope nope"
+    examples:
+      match: ["nope nope", "[red]should\\u001b match"]
+      no_match: ["other"]
+"""
+
+
+def _hostile_pack(tmp_path: Path) -> Path:
+    folder = tmp_path / "d["
+    folder.mkdir()
+    path = folder / "]f.yaml"
+    path.write_text(HOSTILE_PACK, encoding="utf-8")
+    return path
+
+
+def _plain(result: Result) -> None:
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "\x1b" not in result.stdout + result.stderr
+
+
+def test_rules_list_shows_a_hostile_pack_as_text(run_cli: RunCli, tmp_path: Path) -> None:
+    path = _hostile_pack(tmp_path)
+    result = run_cli("rules", "list", "--rules", str(path), env=WIDE)
+    assert result.code == 0, result.stderr
+    _plain(result)
+    assert "evil[/]\\x1b[31m [bold]1.0 — 1 rules" in result.stdout
+    assert f"from {path}" in result.stdout
+    assert "sum \\x1b]0;title\\x07 [link=https://evil.example]click[/link]" in result.stdout
+
+
+def test_rules_test_shows_a_hostile_pack_as_text(run_cli: RunCli, tmp_path: Path) -> None:
+    path = _hostile_pack(tmp_path)
+    result = run_cli("rules", "test", "--rules", str(path), env=WIDE)
+    assert result.code == 1, result.stderr  # one example misbehaves
+    _plain(result)
+    assert "evil[/]\\x1b[31m [bold]1.0: 2/3 examples pass" in result.stdout
+    assert "should match but does not: '[red]should\\x1b match'" in result.stdout
+
+
+def test_score_and_report_show_paths_and_probe_ids_as_text(run_cli: RunCli, tmp_path: Path) -> None:
+    probes = [
+        {"id": "a[/]b\x1b[31m", "category": "x", "severity": "low", "task": "t", "input": "i"},
+        {"id": "ok", "category": "x", "severity": "low", "task": "t", "input": "j"},
+    ]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in probes), "utf-8")
+    (tmp_path / "r.jsonl").write_text('{"probe_id": "ok", "response": "No."}\n', "utf-8")
+    out = "o[/]x"
+    scored = run_cli(
+        *("score", "-p", "p.jsonl", "-r", "r.jsonl", "-o", out),
+        *("--junit", f"{out}/j.xml", "--fail-on", "errors>0"),
+        env=WIDE,
+    )
+    assert scored.code == 0, scored.stderr
+    _plain(scored)
+    assert "1 probe(s) have no response: a[/]b\\x1b[31m" in scored.stdout
+    assert f"Wrote {out}/report.json, {out}/report.md, {out}/report.html in" in scored.stdout
+    assert f"Wrote JUnit XML to {out}/j.xml." in scored.stdout
+    assert "gate errors>0 ok: errors is 0" in scored.stdout
+    rendered = run_cli("report", out, env=WIDE)
+    assert rendered.code == 0, rendered.stderr
+    _plain(rendered)
+    assert f"Wrote {out}/report.md, {out}/report.html in" in rendered.stdout
+    validated = run_cli("probes", "validate", "p.jsonl", env=WIDE)
+    assert validated.code == 0, validated.stderr
