@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, write_jsonl
+from tests.conftest import CHANGED_RESPONSES, Result, write_jsonl
 
 REPORT_FILES = ("report.json", "report.md")
 
@@ -186,6 +186,31 @@ def test_a_report_that_cannot_be_replaced_leaves_the_others_as_they_were(
     assert sorted(p.name for p in (inputs / "out").iterdir()) == sorted(
         [*REPORT_FILES, "report.html"]
     )
+
+
+def test_a_split_run_that_cannot_write_its_report_leaves_the_earlier_split_run_whole(
+    inputs: Path, run_cli: Callable[..., Result]
+) -> None:
+    # The rerun's cases.parquet replaced the earlier one before its reports were written: when
+    # they could not be, report.json named a cases.parquet that was gone.
+    split = ("--cases-inline-max", "0")
+    assert run_cli(*SCORE, "--out", "out", *split).code == 0
+    before = {p.name: p.read_bytes() for p in (inputs / "out").iterdir()}
+    assert sorted(before) == ["cases.parquet", "report.html", "report.json", "report.md"]
+    (inputs / "out" / "report.html").unlink()
+    (inputs / "out" / "report.html").mkdir()  # the rerun fails at the last step
+    write_jsonl(inputs / "changed.jsonl", CHANGED_RESPONSES)  # so its cases.parquet differs
+    result = run_cli("score", "-p", "probes.jsonl", "-r", "changed.jsonl", "--out", "out", *split)
+    assert result.code == 2, result.stderr
+    assert "out/report.html: a directory is in the way" in _flat(result.stderr)
+    for name in ("cases.parquet", "report.json", "report.md"):
+        assert (inputs / "out" / name).read_bytes() == before[name], name
+    assert sorted(p.name for p in (inputs / "out").iterdir()) == sorted(before)  # no temporaries
+    views = run_cli("report", "out", "--out", "views")
+    assert views.code == 0, views.stderr
+    for name in ("report.md", "report.html"):
+        assert (inputs / "views" / name).read_bytes() == before[name], name
+    assert run_cli("compare", "out", "out", "--out", "cmp").code == 0
 
 
 def test_failing_score_creates_no_output_directory(

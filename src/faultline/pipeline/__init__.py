@@ -309,12 +309,10 @@ def _report(
         report = Report(run, [], metrics, observability, cases_file)
     outcome = ScoreRun(report, unanswered=unanswered, workers=workers)
     if out is not None:
-        if spill_dir is not None:  # the cases first: report.json then never names missing ones
-            (spill_dir / CASES_FILE).replace(out / CASES_FILE)
-            assert report.cases_file is not None
-            report.cases_file.directory = out
-            outcome.written.append(out / CASES_FILE)
-        outcome.written[:0] = write_report(report, out)
+        # cases.parquet joins the reports' group: it replaces an earlier run's only once
+        # report.json and the views are written, so a failure leaves that run whole.
+        spilled = None if spill_dir is None else spill_dir / CASES_FILE
+        outcome.written = write_report(report, out, cases=spilled)
     if on_progress is not None:
         on_progress("report", 1, 1)
     return outcome
