@@ -50,7 +50,8 @@ class CaseScore(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
     Attributes:
         case_id: Unique in the report: ``probe_id#sample``, plus ``@model`` when the
-            responses come from more than one model.
+            responses come from more than one model; ``%`` and ``#`` in the probe id are
+            written ``%25`` and ``%23`` (:func:`~faultline.scoring.scorer.case_id_for`).
         probe_id: The probe answered.
         sample: Which generation for the probe.
         category: The probe's threat family.
