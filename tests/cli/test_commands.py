@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import check_report, write_jsonl
+from tests.conftest import CHANGED_RESPONSES, check_report, write_jsonl
 
 
 def test_demo_writes_the_reports_and_summarises_them(run_cli, tmp_path: Path) -> None:
@@ -249,3 +249,27 @@ def test_case_ids_stay_unique_whatever_probe_ids_and_models_hold(
     assert compared.code == 0, compared.stderr
     cmp = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
     assert cmp["cases"]["paired"] == 3
+
+
+@pytest.mark.parametrize("spec", ["logs", "logs/**"])
+def test_score_never_reads_its_own_cases_back_as_responses(
+    run_cli, small_files: tuple[Path, Path], small_responses: list[dict], tmp_path: Path, spec: str
+) -> None:
+    # A directory or glob took every *.parquet under it, the output directory's
+    # cases.parquet too: last run's cases were scored again as this run's answers.
+    (tmp_path / "logs").mkdir()
+    write_jsonl(tmp_path / "logs" / "day1.jsonl", small_responses)
+    args = ("score", "-p", "probes.jsonl", "-r", spec, "-o", "logs/week", "--cases-inline-max", "0")
+    first = run_cli(*args)
+    assert first.code == 0, first.stderr
+    assert (tmp_path / "logs" / "week" / "cases.parquet").is_file()
+    again = run_cli(*args)  # the same answers: they were "answered twice"
+    assert again.code == 0, again.stderr
+    assert "1 responses file(s) in the output directory were not read" in again.stdout
+    (tmp_path / "logs" / "day1.jsonl").unlink()
+    write_jsonl(tmp_path / "logs" / "day2.jsonl", CHANGED_RESPONSES)
+    result = run_cli(*args)
+    assert result.code == 0, result.stderr
+    report = json.loads((tmp_path / "logs" / "week" / "report.json").read_text(encoding="utf-8"))
+    assert report["run"]["target"]["responses"]["records"] == len(CHANGED_RESPONSES)
+    assert report["run"]["target"]["responses"]["name"] == "day2.jsonl"  # one file
