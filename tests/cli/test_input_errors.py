@@ -213,6 +213,50 @@ def test_a_split_run_that_cannot_write_its_report_leaves_the_earlier_split_run_w
     assert run_cli("compare", "out", "out", "--out", "cmp").code == 0
 
 
+@pytest.mark.parametrize("inline_max", ["50000", "0"], ids=["inline", "split"])
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_a_token_count_out_of_range_exits_2_naming_the_place(
+    inputs: Path,
+    small_responses: list[dict[str, Any]],
+    run_cli: Callable[..., Result],
+    suffix: str,
+    inline_max: str,
+) -> None:
+    # 2^64-1 input tokens: an inline run kept it, a split one crashed writing cases.parquet
+    # (int64) with a traceback; a negative count was taken as it was.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [dict(r) for r in small_responses[:3]]
+    rows[1]["usage"] = {"input_tokens": 2**64 - 1, "output_tokens": 1}
+    rows[2]["usage"] = {"input_tokens": 1, "output_tokens": -5}
+    name = f"usage.{suffix}"
+    if suffix == "jsonl":
+        write_jsonl(inputs / name, rows)
+    else:
+        usage = pa.array(
+            [r.get("usage") for r in rows],
+            pa.struct([("input_tokens", pa.uint64()), ("output_tokens", pa.int64())]),
+        )
+        table = pa.table(
+            {"probe_id": [r["probe_id"] for r in rows], "response": [r["response"] for r in rows]}
+        )
+        pq.write_table(table.append_column("usage", usage), inputs / name)
+    result = run_cli(
+        "score", "-p", "probes.jsonl", "-r", name, "-o", "out", "--cases-inline-max", inline_max
+    )
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    for word in [
+        f"{name}:2",
+        "field 'usage'",
+        "input_tokens 18446744073709551615",
+        "9223372036854775807",
+    ]:
+        assert word in _flat(result.stderr)
+    assert not (inputs / "out").exists()
+
+
 def test_failing_score_creates_no_output_directory(
     inputs: Path, run_cli: Callable[..., Result]
 ) -> None:

@@ -474,6 +474,40 @@ def test_a_bad_parquet_value_names_the_row_and_field(
         assert word in str(err)
 
 
+@pytest.mark.parametrize(
+    ("kind", "counts", "words"),
+    [
+        (pa.uint64(), [1, None, 2**64 - 1], ["input_tokens 18446744073709551615 in row 3"]),
+        (pa.int64(), [1, -5, 2], ["input_tokens -5 in row 2"]),
+    ],
+    ids=["uint64-above-int64", "negative"],
+)
+def test_a_parquet_token_count_out_of_range_names_the_row_and_usage(
+    tmp_path: Path, kind: pa.DataType, counts: list[int | None], words: list[str]
+) -> None:
+    usage = pa.StructArray.from_arrays(
+        [pa.array(counts, kind), pa.array([7, 7, 7], kind)], ["input_tokens", "output_tokens"]
+    )
+    table = pa.table({"probe_id": ["a", "b", "c"], "response": ["x"] * 3, "usage": usage})
+    pq.write_table(table, tmp_path / "r.parquet")
+    err = _error([tmp_path / "r.parquet"])
+    assert (err.line, err.field) == (int(words[0][-1]), "usage")
+    for word in [*words, "from 0 to 9223372036854775807"]:
+        assert word in str(err)
+
+
+def test_a_null_usage_is_not_checked_whatever_its_counts_hold(tmp_path: Path) -> None:
+    usage = pa.StructArray.from_arrays(
+        [pa.array([-5, 1]), pa.array([1, 1])],
+        ["input_tokens", "output_tokens"],
+        mask=pa.array([True, False]),
+    )
+    table = pa.table({"probe_id": ["a", "b"], "response": ["x", "y"], "usage": usage})
+    pq.write_table(table, tmp_path / "r.parquet")
+    loaded = load_responses(tmp_path / "r.parquet")
+    assert [r.usage for r in loaded] == [None, Usage(input_tokens=1, output_tokens=1)]
+
+
 def test_the_first_bad_parquet_row_is_named_whatever_is_wrong_with_it(tmp_path: Path) -> None:
     table = pa.table(
         {
