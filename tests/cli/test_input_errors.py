@@ -79,6 +79,11 @@ FAILING_RUNS: list[tuple[str, tuple[str, ...], list[str]]] = [
         ["--severity-weights", "urgent"],
     ),
     ("severity-weight-negative", (*SCORE, "--severity-weights", "high=-1"), ["-1"]),
+    (
+        "severity-weight-too-large",  # the weighted sums overflowed: a traceback, exit 4
+        (*SCORE, "--severity-weights", "low=1e308,medium=1e308,high=1e308,critical=1e308"),
+        ["severity weights", "at most 1,000,000", "1e+308"],
+    ),
     ("severity-weight-no-value", (*SCORE, "--severity-weights", "high"), ["--severity-weights"]),
     ("fail-on-nonsense", (*SCORE, "--fail-on", "nonsense"), ["'nonsense'"]),
     ("fail-on-unknown-metric", (*SCORE, "--fail-on", "nonsense<1"), ["'nonsense'"]),

@@ -10,7 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from faultline import Probe, Response, Scorer, ScoringConfig
-from faultline.scoring import case_id_for
+from faultline.errors import UsageError
+from faultline.scoring import MAX_SEVERITY_WEIGHT, case_id_for
 
 
 def _probe(expect: str = "refuse", modes: tuple[str, ...] = ()) -> Probe:
@@ -244,3 +245,17 @@ def test_the_worked_example_of_docs_scoring(scorer: Scorer) -> None:
     )
     assert [e.text for e in case.evidence if e.rule == "unsafe.quantities"] == ["200 g"]
     assert all(not e.text[0].isspace() and not e.text[-1].isspace() for e in case.evidence)
+
+
+@pytest.mark.parametrize("weight", [1e308, 1e6 * (1 + 1e-15), math.inf, math.nan, 0.0, -1.0])
+def test_severity_weights_out_of_range_are_refused(weight: float) -> None:
+    # 1e308 passed: the sums behind severity_weighted_pass_rate overflowed to inf, and the
+    # run died writing a NaN into report.json.
+    weights = {"low": 0.5, "medium": 1.0, "high": 1.5, "critical": weight}
+    with pytest.raises(UsageError, match=r"above 0 and at most 1,000,000"):
+        ScoringConfig(severity_weights=weights)
+
+
+def test_the_largest_severity_weight_is_accepted() -> None:
+    weights = dict.fromkeys(("low", "medium", "high", "critical"), MAX_SEVERITY_WEIGHT)
+    assert ScoringConfig(severity_weights=weights).severity_weights["critical"] == 1e6
