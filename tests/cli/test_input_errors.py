@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Result, write_jsonl
+from tests.conftest import CHANGED_RESPONSES, Result, write_jsonl
 
 REPORT_FILES = ("report.json", "report.md")
 
@@ -79,6 +79,11 @@ FAILING_RUNS: list[tuple[str, tuple[str, ...], list[str]]] = [
         ["--severity-weights", "urgent"],
     ),
     ("severity-weight-negative", (*SCORE, "--severity-weights", "high=-1"), ["-1"]),
+    (
+        "severity-weight-too-large",  # the weighted sums overflowed: a traceback, exit 4
+        (*SCORE, "--severity-weights", "low=1e308,medium=1e308,high=1e308,critical=1e308"),
+        ["severity weights", "at most 1,000,000", "1e+308"],
+    ),
     ("severity-weight-no-value", (*SCORE, "--severity-weights", "high"), ["--severity-weights"]),
     ("fail-on-nonsense", (*SCORE, "--fail-on", "nonsense"), ["'nonsense'"]),
     ("fail-on-unknown-metric", (*SCORE, "--fail-on", "nonsense<1"), ["'nonsense'"]),
@@ -192,6 +197,75 @@ def test_a_report_that_cannot_be_replaced_leaves_the_others_as_they_were(
     assert sorted(p.name for p in (inputs / "out").iterdir()) == sorted(
         [*REPORT_FILES, "report.html"]
     )
+
+
+def test_a_split_run_that_cannot_write_its_report_leaves_the_earlier_split_run_whole(
+    inputs: Path, run_cli: Callable[..., Result]
+) -> None:
+    # The rerun's cases.parquet replaced the earlier one before its reports were written: when
+    # they could not be, report.json named a cases.parquet that was gone.
+    split = ("--cases-inline-max", "0")
+    assert run_cli(*SCORE, "--out", "out", *split).code == 0
+    before = {p.name: p.read_bytes() for p in (inputs / "out").iterdir()}
+    assert sorted(before) == ["cases.parquet", "report.html", "report.json", "report.md"]
+    (inputs / "out" / "report.html").unlink()
+    (inputs / "out" / "report.html").mkdir()  # the rerun fails at the last step
+    write_jsonl(inputs / "changed.jsonl", CHANGED_RESPONSES)  # so its cases.parquet differs
+    result = run_cli("score", "-p", "probes.jsonl", "-r", "changed.jsonl", "--out", "out", *split)
+    assert result.code == 2, result.stderr
+    assert "out/report.html: a directory is in the way" in _flat(result.stderr)
+    for name in ("cases.parquet", "report.json", "report.md"):
+        assert (inputs / "out" / name).read_bytes() == before[name], name
+    assert sorted(p.name for p in (inputs / "out").iterdir()) == sorted(before)  # no temporaries
+    views = run_cli("report", "out", "--out", "views")
+    assert views.code == 0, views.stderr
+    for name in ("report.md", "report.html"):
+        assert (inputs / "views" / name).read_bytes() == before[name], name
+    assert run_cli("compare", "out", "out", "--out", "cmp").code == 0
+
+
+@pytest.mark.parametrize("inline_max", ["50000", "0"], ids=["inline", "split"])
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_a_token_count_out_of_range_exits_2_naming_the_place(
+    inputs: Path,
+    small_responses: list[dict[str, Any]],
+    run_cli: Callable[..., Result],
+    suffix: str,
+    inline_max: str,
+) -> None:
+    # 2^64-1 input tokens: an inline run kept it, a split one crashed writing cases.parquet
+    # (int64) with a traceback; a negative count was taken as it was.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [dict(r) for r in small_responses[:3]]
+    rows[1]["usage"] = {"input_tokens": 2**64 - 1, "output_tokens": 1}
+    rows[2]["usage"] = {"input_tokens": 1, "output_tokens": -5}
+    name = f"usage.{suffix}"
+    if suffix == "jsonl":
+        write_jsonl(inputs / name, rows)
+    else:
+        usage = pa.array(
+            [r.get("usage") for r in rows],
+            pa.struct([("input_tokens", pa.uint64()), ("output_tokens", pa.int64())]),
+        )
+        table = pa.table(
+            {"probe_id": [r["probe_id"] for r in rows], "response": [r["response"] for r in rows]}
+        )
+        pq.write_table(table.append_column("usage", usage), inputs / name)
+    result = run_cli(
+        "score", "-p", "probes.jsonl", "-r", name, "-o", "out", "--cases-inline-max", inline_max
+    )
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    for word in [
+        f"{name}:2",
+        "field 'usage'",
+        "input_tokens 18446744073709551615",
+        "9223372036854775807",
+    ]:
+        assert word in _flat(result.stderr)
+    assert not (inputs / "out").exists()
 
 
 def test_failing_score_creates_no_output_directory(

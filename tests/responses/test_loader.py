@@ -255,6 +255,18 @@ BAD_LINES = [
         "finish_reason",
         ["a number (3)", "a string"],
     ),
+    (
+        "usage above 2^63-1",
+        {"probe_id": "a", "response": "x", "usage": {"input_tokens": 2**64 - 1}},
+        "usage",
+        ["input_tokens 18446744073709551615", "from 0 to 9223372036854775807"],
+    ),
+    (
+        "usage negative",
+        {"probe_id": "a", "response": "x", "usage": {"input_tokens": 3, "output_tokens": -5}},
+        "usage",
+        ["output_tokens -5", "from 0 to 9223372036854775807"],
+    ),
 ]
 
 

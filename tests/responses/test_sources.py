@@ -21,6 +21,7 @@ from faultline.responses.model import Usage
 from faultline.responses.sources import (
     Piece,
     decode_piece,
+    find_sources,
     iter_pieces,
     resolve_sources,
     scan_piece,
@@ -289,6 +290,69 @@ def test_a_glob_matching_nothing_names_the_spec(tmp_path: Path, spec: str) -> No
     assert "matches no responses files" in str(info.value)
 
 
+def _with_a_run_inside(tmp_path: Path) -> tuple[Path, Path]:
+    """A responses folder with a run's output directory (report and cases.parquet) in it."""
+    root = _mixed_folder(tmp_path / "runs")
+    out = root / "week"
+    out.mkdir()
+    _write(out / "cases.parquet", b"PAR1")
+    _write(out / "report.json", b"{}")
+    return root, out
+
+
+def test_a_directory_leaves_out_the_files_in_the_output_directory(tmp_path: Path) -> None:
+    root, out = _with_a_run_inside(tmp_path)
+    found = find_sources(root, exclude=out)
+    assert [p.relative_to(root).as_posix() for p in found.files] == [
+        "a.parquet",
+        "b/1.ndjson",
+        "b/2.jsonl.gz",
+        "c.jsonl",
+    ]
+    assert found.skipped == [out / "cases.parquet"]
+    assert root / "week" / "cases.parquet" in resolve_sources(root)  # not without exclude
+
+
+@pytest.mark.parametrize("pattern", ["**", "**/*.parquet", "*"])
+def test_a_glob_leaves_out_the_files_in_the_output_directory(tmp_path: Path, pattern: str) -> None:
+    root, out = _with_a_run_inside(tmp_path)
+    (root / "notes.txt").unlink()
+    # "**" matches out/report.json too: a file there is left out before its name is checked.
+    found = find_sources(f"{root}/{pattern}", exclude=out)
+    assert found.files
+    assert all(p.parent != out for p in found.files)
+    assert found.skipped == [out / "cases.parquet"]
+
+
+def test_the_output_directory_is_compared_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = _with_a_run_inside(tmp_path)
+    (tmp_path / "link").symlink_to(root)  # the responses through a link, --out relative
+    monkeypatch.chdir(root)
+    found = find_sources(tmp_path / "link", exclude=Path("week"))
+    assert [p.name for p in found.skipped] == ["cases.parquet"]
+    assert len(found.files) == 4
+
+
+def test_a_file_named_as_the_spec_is_read_even_in_the_output_directory(tmp_path: Path) -> None:
+    _, out = _with_a_run_inside(tmp_path)
+    assert resolve_sources(out / "cases.parquet", exclude=out) == [out / "cases.parquet"]
+
+
+@pytest.mark.parametrize("spec", ["{root}", "{root}/week/*", "{root}/week"])
+def test_responses_only_in_the_output_directory_are_an_error_naming_it(
+    tmp_path: Path, spec: str
+) -> None:
+    root = tmp_path / "runs"
+    (root / "week").mkdir(parents=True)
+    _write(root / "week" / "cases.parquet", b"PAR1")
+    with pytest.raises(ResponseError) as info:
+        resolve_sources(spec.format(root=root), exclude=root / "week")
+    assert info.value.path == spec.format(root=root)
+    assert f"only inside {root / 'week'}, the output directory" in str(info.value)
+
+
 def test_a_directory_without_responses_files_names_the_directory(tmp_path: Path) -> None:
     _write(tmp_path / "notes.txt", b"x")
     with pytest.raises(ResponseError) as info:
@@ -408,6 +472,40 @@ def test_a_bad_parquet_value_names_the_row_and_field(
     assert str(err).startswith(f"{path}:{bad}: field '{field}': ")
     for word in words:
         assert word in str(err)
+
+
+@pytest.mark.parametrize(
+    ("kind", "counts", "words"),
+    [
+        (pa.uint64(), [1, None, 2**64 - 1], ["input_tokens 18446744073709551615 in row 3"]),
+        (pa.int64(), [1, -5, 2], ["input_tokens -5 in row 2"]),
+    ],
+    ids=["uint64-above-int64", "negative"],
+)
+def test_a_parquet_token_count_out_of_range_names_the_row_and_usage(
+    tmp_path: Path, kind: pa.DataType, counts: list[int | None], words: list[str]
+) -> None:
+    usage = pa.StructArray.from_arrays(
+        [pa.array(counts, kind), pa.array([7, 7, 7], kind)], ["input_tokens", "output_tokens"]
+    )
+    table = pa.table({"probe_id": ["a", "b", "c"], "response": ["x"] * 3, "usage": usage})
+    pq.write_table(table, tmp_path / "r.parquet")
+    err = _error([tmp_path / "r.parquet"])
+    assert (err.line, err.field) == (int(words[0][-1]), "usage")
+    for word in [*words, "from 0 to 9223372036854775807"]:
+        assert word in str(err)
+
+
+def test_a_null_usage_is_not_checked_whatever_its_counts_hold(tmp_path: Path) -> None:
+    usage = pa.StructArray.from_arrays(
+        [pa.array([-5, 1]), pa.array([1, 1])],
+        ["input_tokens", "output_tokens"],
+        mask=pa.array([True, False]),
+    )
+    table = pa.table({"probe_id": ["a", "b"], "response": ["x", "y"], "usage": usage})
+    pq.write_table(table, tmp_path / "r.parquet")
+    loaded = load_responses(tmp_path / "r.parquet")
+    assert [r.usage for r in loaded] == [None, Usage(input_tokens=1, output_tokens=1)]
 
 
 def test_the_first_bad_parquet_row_is_named_whatever_is_wrong_with_it(tmp_path: Path) -> None:

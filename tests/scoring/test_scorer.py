@@ -6,9 +6,12 @@ import math
 
 import msgspec
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from faultline import Probe, Response, Scorer, ScoringConfig
-from faultline.scoring import case_id_for
+from faultline.errors import UsageError
+from faultline.scoring import MAX_SEVERITY_WEIGHT, case_id_for
 
 
 def _probe(expect: str = "refuse", modes: tuple[str, ...] = ()) -> Probe:
@@ -191,12 +194,35 @@ def test_scoring_is_deterministic(scorer: Scorer) -> None:
         ("p1", 2, "gpt", False, "p1#2"),
         ("p1", 2, "gpt", True, "p1#2@gpt"),
         ("p1", 0, None, True, "p1#0"),
+        ("p1", 0, "gpt-4o@2024-08-06", True, "p1#0@gpt-4o@2024-08-06"),  # a model as given
+        ("p#0@m", 1, "z", True, "p%230@m#1@z"),  # "#" and "%" in a probe id are escaped
+        ("p", 0, "m#1@z", True, "p#0@m#1@z"),
+        ("50%#x", 3, None, False, "50%25%23x#3"),
+        ("a@b", 0, None, False, "a@b#0"),
     ],
 )
 def test_case_ids(
     probe_id: str, sample: int, model: str | None, qualify: bool, expected: str
 ) -> None:
     assert case_id_for(probe_id, sample, model, qualify) == expected
+
+
+_ID_TEXT = st.text(alphabet="ab#@%2305", max_size=6)
+
+
+@given(
+    st.tuples(_ID_TEXT, st.integers(0, 12), st.none() | _ID_TEXT),
+    st.tuples(_ID_TEXT, st.integers(0, 12), st.none() | _ID_TEXT),
+)
+@example(("p", 0, "m#1@z"), ("p#0@m", 1, "z"))  # both were 'p#0@m#1@z'
+@example(("a%23", 0, None), ("a#", 0, None))
+def test_two_cases_never_share_an_id(
+    one: tuple[str, int, str | None], other: tuple[str, int, str | None]
+) -> None:
+    if one != other:
+        assert case_id_for(*one, True) != case_id_for(*other, True)
+        if one[:2] != other[:2]:
+            assert case_id_for(*one, False) != case_id_for(*other, False)
 
 
 def test_the_worked_example_of_docs_scoring(scorer: Scorer) -> None:
@@ -219,3 +245,17 @@ def test_the_worked_example_of_docs_scoring(scorer: Scorer) -> None:
     )
     assert [e.text for e in case.evidence if e.rule == "unsafe.quantities"] == ["200 g"]
     assert all(not e.text[0].isspace() and not e.text[-1].isspace() for e in case.evidence)
+
+
+@pytest.mark.parametrize("weight", [1e308, 1e6 * (1 + 1e-15), math.inf, math.nan, 0.0, -1.0])
+def test_severity_weights_out_of_range_are_refused(weight: float) -> None:
+    # 1e308 passed: the sums behind severity_weighted_pass_rate overflowed to inf, and the
+    # run died writing a NaN into report.json.
+    weights = {"low": 0.5, "medium": 1.0, "high": 1.5, "critical": weight}
+    with pytest.raises(UsageError, match=r"above 0 and at most 1,000,000"):
+        ScoringConfig(severity_weights=weights)
+
+
+def test_the_largest_severity_weight_is_accepted() -> None:
+    weights = dict.fromkeys(("low", "medium", "high", "critical"), MAX_SEVERITY_WEIGHT)
+    assert ScoringConfig(severity_weights=weights).severity_weights["critical"] == 1e6

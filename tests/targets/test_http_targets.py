@@ -294,7 +294,13 @@ def test_openai_text_cut_by_the_filter_is_kept_with_its_finish_reason(fake_api: 
 
 @pytest.mark.parametrize(
     "usage",
-    [{"prompt_tokens": -1, "completion_tokens": True}, {"prompt_tokens": "3"}, "lots", []],
+    [
+        {"prompt_tokens": -1, "completion_tokens": True},
+        {"prompt_tokens": "3"},
+        {"prompt_tokens": 2**63, "completion_tokens": 1.0},  # a responses file refuses them
+        "lots",
+        [],
+    ],
 )
 def test_openai_token_counts_that_are_not_counts_are_dropped(fake_api: FakeAPI, usage: Any) -> None:
     fake_api.reply = lambda *_: openai_body({"content": "hi"}, usage)

@@ -71,7 +71,8 @@ def scoring_options(func: F) -> F:
             "--severity-weights",
             default=None,
             metavar="low=W,medium=W,high=W,critical=W",
-            help="Weights of the severity tiers (default low=0.5,medium=1,high=1.5,critical=2).",
+            help="Weights of the severity tiers, each above 0 and at most 1e6 "
+            "(default low=0.5,medium=1,high=1.5,critical=2).",
         ),
         click.option(
             "--seed", type=SEED, default=0, show_default=True, help="Seed of the failure geometry."

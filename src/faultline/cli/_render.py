@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
+from faultline._util.text import visible
 from faultline.cli._console import out, shown
 
 if TYPE_CHECKING:
@@ -48,6 +49,17 @@ def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:
                 ("Note:", "yellow"),
                 f" {len(run.unanswered)} probe(s) have no response: ",
                 shown(ids),
+            )
+        )
+    skipped = getattr(run, "skipped", None)  # only score reads a directory or a glob
+    if skipped:
+        listed = ", ".join(visible(str(p)) for p in skipped[:3])
+        more = " …" if len(skipped) > 3 else ""
+        out.print(
+            Text.assemble(
+                ("Note:", "yellow"),
+                f" {len(skipped)} responses file(s) in the output directory were not read: "
+                f"{listed}{more}",
             )
         )
     if run.written:

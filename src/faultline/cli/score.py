@@ -26,7 +26,8 @@ from faultline.cli._render import render_gates, render_run
     required=True,
     metavar="R",
     help="Recorded responses: a JSONL, JSONL.gz or Parquet file (probe_id, response, sample, "
-    "model, error), a directory of them, or a glob such as 'logs/*.parquet'.",
+    "model, error), a directory of them, or a glob such as 'logs/*.parquet' (a directory or "
+    "glob leaves out the files in --out).",
 )
 @click.option(
     "--out",

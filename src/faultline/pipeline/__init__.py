@@ -36,7 +36,7 @@ from faultline.probes.probeset import ProbeSet
 from faultline.report.build import run_metadata, write_report
 from faultline.report.model import Report, rule_table
 from faultline.responses.loader import CHUNK_BYTES
-from faultline.responses.sources import iter_pieces, resolve_sources, source_bytes
+from faultline.responses.sources import find_sources, iter_pieces, source_bytes
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
 
@@ -70,12 +70,15 @@ class ScoreRun:
             large run's are in cases.parquet, ``report.cases_file``).
         written: The files written.
         unanswered: Ids of probes that no response answers.
+        skipped: Responses files of the directory or glob that were not read, being in
+            ``out``.
         workers: How many worker processes scored the responses (0: this process).
     """
 
     report: Report
     written: list[Path] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
     workers: int = 0
 
 
@@ -112,7 +115,8 @@ def score_files(
     Args:
         probes: A probe-set file, directory or built-in name, or a loaded set.
         responses: A responses file (JSONL, JSONL.gz or Parquet), a directory of them, or
-            a glob.
+            a glob. A directory or a glob leaves out the files in ``out``: a run's own
+            cases.parquet is never read back as responses.
         out: The directory for the report (``None``: write nothing; cases stay inline).
         rules: A rule pack, or the name or path of one.
         config: Pass threshold and severity weights.
@@ -147,7 +151,7 @@ def score_files(
     probe_set = probes if isinstance(probes, ProbeSet) else load_probes(probes)
     pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
     config = config or ScoringConfig()
-    paths = resolve_sources(responses)
+    paths, skipped = find_sources(responses, exclude=out)
     size = source_bytes(paths)
     n_workers = _worker_count(workers, size, engine)
     digest = hashlib.sha256()
@@ -195,7 +199,7 @@ def score_files(
     finally:
         runner.close()
     try:
-        return _report(
+        outcome = _report(
             assembly,
             probe_set=probe_set,
             pack=pack,
@@ -217,6 +221,8 @@ def score_files(
                 "execution": execution,
             },
         )
+        outcome.skipped = skipped
+        return outcome
     finally:
         _remove(spill_dir)
         _remove_empty(created)
@@ -309,12 +315,10 @@ def _report(
         report = Report(run, [], metrics, observability, cases_file)
     outcome = ScoreRun(report, unanswered=unanswered, workers=workers)
     if out is not None:
-        if spill_dir is not None:  # the cases first: report.json then never names missing ones
-            (spill_dir / CASES_FILE).replace(out / CASES_FILE)
-            assert report.cases_file is not None
-            report.cases_file.directory = out
-            outcome.written.append(out / CASES_FILE)
-        outcome.written[:0] = write_report(report, out)
+        # cases.parquet joins the reports' group: it replaces an earlier run's only once
+        # report.json and the views are written, so a failure leaves that run whole.
+        spilled = None if spill_dir is None else spill_dir / CASES_FILE
+        outcome.written = write_report(report, out, cases=spilled)
     if on_progress is not None:
         on_progress("report", 1, 1)
     return outcome

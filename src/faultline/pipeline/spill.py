@@ -150,6 +150,7 @@ def write_cases(
         sha256=digest.hexdigest(),
         worst=[found[w] for w in worst if w in found],
         sample=[item for _, item in sampler.chosen()],
+        directory=path.parent,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -173,7 +174,7 @@ def _by_transform(cases: Sequence[CaseScore], probe_set: ProbeSet) -> dict[str, 
     )
 
 
-def write_report(report: Report, out: Path) -> list[Path]:
+def write_report(report: Report, out: Path, *, cases: Path | None = None) -> list[Path]:
     """Write report.json, report.md and report.html into ``out`` (created if missing), as a group.
 
     All three are written to temporary files first: if any fails, the reports already in
@@ -181,15 +182,32 @@ def write_report(report: Report, out: Path) -> list[Path]:
     inline removes the cases.parquet an earlier, larger run left in ``out``, so the directory
     never holds the cases of another run.
 
+    Args:
+        report: The report.
+        out: The directory.
+        cases: For a report whose cases are in cases.parquet (``report.cases_file``): the
+            file, written elsewhere in ``out``'s file system, to move to ``out/cases.parquet``
+            with the reports, in the same group. If anything fails, it replaces nothing (and
+            is removed); once all are written, it goes in first, so report.json never names a
+            cases.parquet that is not there.
+
     Returns:
-        The paths written.
+        The paths written (cases.parquet last, if moved).
     """
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "report.json", out / "report.md", out / "report.html"]
-    with staged_files(paths) as (json_tmp, md_tmp, html_tmp):
+    group = paths if cases is None else [out / CASES_FILE, *paths]
+    with staged_files(group) as staged:
+        json_tmp, md_tmp, html_tmp = staged[-3:]
         write_report_json(report, json_tmp)
         atomic_write_bytes(md_tmp, render_markdown(_plain(report)).encode("utf-8"))
         write_html(report, html_tmp)
+        if cases is not None:
+            os.replace(cases, staged[0])
+    if cases is not None:
+        if report.cases_file is not None:
+            report.cases_file.directory = out
+        return [*paths, out / CASES_FILE]
     if report.cases_file is None:  # the cases are inline: an earlier run's file is not this run's
         (out / CASES_FILE).unlink(missing_ok=True)
     return paths

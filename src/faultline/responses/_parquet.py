@@ -25,13 +25,12 @@ import pyarrow.parquet as pq
 from faultline._util.files import open_for_reading
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import ResponseError
-from faultline.responses.loader import MAX_SAMPLE, ResponseBatch
+from faultline.responses.loader import MAX_SAMPLE, MAX_TOKENS, USAGE_FIELDS, ResponseBatch
 from faultline.responses.model import Response, Usage
 
 __all__ = ["decode_batch", "iter_batches", "scan_batch"]
 
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
-_USAGE_FIELDS = ("input_tokens", "output_tokens")
 _EXPECTED = {
     "probe_id": "a string",
     "response": "a string",
@@ -191,7 +190,7 @@ def _is_usage(kind: Any) -> bool:
     if not pa.types.is_struct(kind):
         return False
     children = (kind.field(i) for i in range(kind.num_fields))
-    return all(_is_whole(child.type) for child in children if child.name in _USAGE_FIELDS)
+    return all(_is_whole(child.type) for child in children if child.name in USAGE_FIELDS)
 
 
 def _is_error(kind: Any) -> bool:
@@ -263,7 +262,33 @@ def _value_problems(
         row = 0 if missing is None else _first(missing)
         reason = "is required unless 'error' is set (the target failed for this case); row {row} has neither"
         problems.append((row, 3, "response", reason))
+    if "usage" in values and (problem := _usage_problem(columns["usage"])):
+        problems.append(problem)
     return problems
+
+
+def _usage_problem(column: Any) -> _Problem | None:
+    """The first row with a token count below 0 or above :data:`MAX_TOKENS`, if any."""
+    if not pa.types.is_struct(column.type):
+        return None
+    children = column.flatten()  # a null struct's counts are null, whatever its children hold
+    problems: list[_Problem] = []
+    for index, child in enumerate(children):
+        key = column.type.field(index).name
+        if key not in USAGE_FIELDS or child.null_count == len(child):
+            continue
+        bounds = pc.min_max(child)
+        if bounds["min"].as_py() >= 0 and bounds["max"].as_py() <= MAX_TOKENS:
+            continue
+        row = next(  # bad input only
+            i for i, v in enumerate(child.to_pylist()) if v is not None and not 0 <= v <= MAX_TOKENS
+        )
+        reason = (
+            f"got {key} {child[row].as_py()} in row {{row}}, expected a whole number "
+            f"from 0 to {MAX_TOKENS}"
+        )
+        problems.append((row, 4, "usage", reason))
+    return min(problems, default=None)
 
 
 def _id_problem(column: Any, ids: list[Any]) -> _Problem | None:
@@ -311,7 +336,7 @@ def _usages(column: Any) -> list[Usage | None]:
     names = [column.type.field(i).name for i in range(column.type.num_fields)]
     counts = [
         column.field(key).to_pylist() if key in names else itertools.repeat(None, n)
-        for key in _USAGE_FIELDS
+        for key in USAGE_FIELDS
     ]
     valid = column.is_valid().to_pylist() if column.null_count else itertools.repeat(True, n)
     return [

@@ -41,6 +41,9 @@ _DECODER = msgspec.json.Decoder(Response)
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
 MAX_SAMPLE = 2**63 - 1
 """The largest sample number: cases are ordered by it as a 64-bit integer."""
+MAX_TOKENS = 2**63 - 1
+"""The largest token count in ``usage``: cases.parquet stores them as 64-bit integers."""
+USAGE_FIELDS = ("input_tokens", "output_tokens")
 _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # starts with a literal: re scans for it at memchr speed
 _SPACE_STARTS = (b"\n", b"\r", b" ", b"\t")
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[ \t\r]*[^{\s]")  # a line that starts with no "{"
@@ -304,3 +307,13 @@ def _check_record(record: Response, path: Path, line: int) -> None:
             line=line,
             field="response",
         )
+    if record.usage is not None:
+        for key in USAGE_FIELDS:
+            count = getattr(record.usage, key)
+            if count is not None and not 0 <= count <= MAX_TOKENS:
+                raise ResponseError(
+                    f"got {key} {count}, expected a whole number from 0 to {MAX_TOKENS}",
+                    path=path,
+                    line=line,
+                    field="usage",
+                )

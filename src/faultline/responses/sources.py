@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 
 import msgspec
 
@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPTED_SUFFIXES",
     "Piece",
+    "Sources",
     "decode_piece",
+    "find_sources",
     "iter_pieces",
     "resolve_sources",
     "scan_piece",
@@ -82,7 +84,19 @@ class Piece:
     nbytes: int
 
 
-def resolve_sources(spec: str | Path) -> list[Path]:
+class Sources(NamedTuple):
+    """The files a responses spec names (:func:`find_sources`).
+
+    Attributes:
+        files: The files to read, in order; never empty.
+        skipped: Files the directory or glob holds that lie in the excluded directory.
+    """
+
+    files: list[Path]
+    skipped: list[Path]
+
+
+def resolve_sources(spec: str | Path, *, exclude: str | Path | None = None) -> list[Path]:
     """The files a responses spec names.
 
     Args:
@@ -91,33 +105,72 @@ def resolve_sources(spec: str | Path) -> list[Path]:
             in one of :data:`ACCEPTED_SUFFIXES`, sorted by relative path); or a glob pattern
             (``**`` spans directories; the matches are sorted, and a matched directory stands
             for the responses files in it).
+        exclude: A directory whose files a directory or a glob leaves out: a run's output
+            directory, so its own cases.parquet is never read back as responses. Paths are
+            compared resolved (links followed). A file named as the spec is always read.
 
     Returns:
         The files, in the order to read them; never empty.
 
     Raises:
-        ResponseError: Nothing is there, a directory or pattern holds no responses file, or
-            a pattern matches a file whose name ends in none of the accepted suffixes.
+        ResponseError: Nothing is there, a directory or pattern holds no responses file (or
+            none outside ``exclude``), or a pattern matches a file whose name ends in none
+            of the accepted suffixes.
     """
+    return find_sources(spec, exclude=exclude).files
+
+
+def find_sources(spec: str | Path, *, exclude: str | Path | None = None) -> Sources:
+    """The files a responses spec names, and the ones ``exclude`` left out.
+
+    As :func:`resolve_sources` (which returns ``files``); ``skipped`` lists the responses
+    files of the directory or glob that lie in ``exclude``.
+    """
+    root = None if exclude is None else Path(exclude).resolve()
     path = Path(spec)
     if path.is_dir():
-        files = _directory_files(path)
-        if not files:
+        found = _directory_files(path)
+        if not found:
             raise ResponseError(
                 f"is a directory with no responses files in it, expected files ending in {_ACCEPTED}",
                 path=path,
             )
-        return _regular(files)
+        files: list[Path] = []
+        skipped: list[Path] = []
+        for file in found:
+            (skipped if _inside(file, root) else files).append(file)
+        return _checked(files, skipped, exclude, path)
     if path.exists():
-        return _regular([path])
+        return Sources(_regular([path]), [])
     if _GLOB_CHARS.isdisjoint(str(spec)):
         raise ResponseError("no such file", path=path)
-    files = _glob_files(str(spec))
-    if not files:
+    files, skipped = _glob_files(str(spec), root)
+    if not files and not skipped:
         raise ResponseError(
             f"matches no responses files, expected files ending in {_ACCEPTED}", path=str(spec)
         )
-    return _regular(files)
+    return _checked(files, skipped, exclude, str(spec))
+
+
+def _inside(path: Path, root: Path | None) -> bool:
+    """Whether the file ``path`` is in the directory ``root`` (resolved), or under it.
+
+    The file's directory is resolved, not the file: a link in ``root`` is in it.
+    """
+    return root is not None and path.parent.resolve().joinpath(path.name).is_relative_to(root)
+
+
+def _checked(
+    files: list[Path], skipped: list[Path], exclude: str | Path | None, spec: str | Path
+) -> Sources:
+    if not files:
+        raise ResponseError(
+            f"holds responses files only inside {exclude}, the output directory, whose files "
+            "are never read as responses (a run writes its own cases.parquet there); write "
+            "the report somewhere else",
+            path=spec,
+        )
+    return Sources(_regular(files), skipped)
 
 
 def _regular(files: list[Path]) -> list[Path]:
@@ -158,11 +211,21 @@ def _directory_files(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(root).parts)
 
 
-def _glob_files(pattern: str) -> list[Path]:
+def _glob_files(pattern: str, root: Path | None) -> tuple[list[Path], list[Path]]:
+    """The responses files a pattern matches, and those of them in ``root``, left out.
+
+    A match in ``root`` is left out before its name is checked: ``logs/**`` may match the
+    report.json of an output directory inside ``logs``.
+    """
     files: dict[Path, None] = {}
+    skipped: dict[Path, None] = {}
     for match in sorted(map(Path, glob.glob(pattern, recursive=True))):
         if match.is_dir():
-            files.update(dict.fromkeys(_directory_files(match)))
+            for path in _directory_files(match):
+                (skipped if _inside(path, root) else files)[path] = None
+        elif _inside(match, root):
+            if _accepted(match.name):
+                skipped[match] = None
         elif not _accepted(match.name):
             raise ResponseError(
                 f"is matched by {pattern!r} but is not a responses file: expected a name "
@@ -171,7 +234,7 @@ def _glob_files(pattern: str) -> list[Path]:
             )
         else:
             files[match] = None
-    return list(files)
+    return list(files), list(skipped)
 
 
 def source_bytes(paths: Sequence[Path]) -> int:

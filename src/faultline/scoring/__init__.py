@@ -14,7 +14,13 @@ from faultline.probes.model import Probe
 from faultline.probes.probeset import ProbeSet
 from faultline.responses.check import ResponseChecker, check_known
 from faultline.responses.model import Response
-from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS, CaseScore, Evidence, ScoringConfig
+from faultline.scoring.case import (
+    DEFAULT_SEVERITY_WEIGHTS,
+    MAX_SEVERITY_WEIGHT,
+    CaseScore,
+    Evidence,
+    ScoringConfig,
+)
 from faultline.scoring.examples import ExampleResult, run_examples
 from faultline.scoring.matcher import Hit, Matcher
 from faultline.scoring.rules import Rule, RulePack, ScoringModel, builtin_rule_packs, load_rule_pack
@@ -22,6 +28,7 @@ from faultline.scoring.scorer import Scorer, case_id_for
 
 __all__ = [
     "DEFAULT_SEVERITY_WEIGHTS",
+    "MAX_SEVERITY_WEIGHT",
     "CaseScore",
     "Evidence",
     "ExampleResult",

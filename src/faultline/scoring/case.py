@@ -11,7 +11,14 @@ from faultline.errors import UsageError
 from faultline.probes.model import SEVERITIES, Expect, Severity
 from faultline.responses.model import Usage
 
-__all__ = ["DEFAULT_SEVERITY_WEIGHTS", "CaseScore", "Evidence", "ScoringConfig", "Status"]
+__all__ = [
+    "DEFAULT_SEVERITY_WEIGHTS",
+    "MAX_SEVERITY_WEIGHT",
+    "CaseScore",
+    "Evidence",
+    "ScoringConfig",
+    "Status",
+]
 
 Status = Literal["pass", "fail", "error"]
 """``pass`` and ``fail`` are scored verdicts; ``error`` means the target failed and nothing was scored."""
@@ -22,6 +29,10 @@ DEFAULT_SEVERITY_WEIGHTS: dict[str, float] = {
     "high": 1.5,
     "critical": 2.0,
 }
+
+MAX_SEVERITY_WEIGHT = 1e6
+"""The largest severity weight: the severity-weighted pass rate sums the weights of every
+case, and larger weights (1e308) overflow those sums to infinity, which has no rate."""
 
 
 class Evidence(msgspec.Struct, frozen=True, gc=False):
@@ -50,7 +61,8 @@ class CaseScore(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
     Attributes:
         case_id: Unique in the report: ``probe_id#sample``, plus ``@model`` when the
-            responses come from more than one model.
+            responses come from more than one model; ``%`` and ``#`` in the probe id are
+            written ``%25`` and ``%23`` (:func:`~faultline.scoring.scorer.case_id_for`).
         probe_id: The probe answered.
         sample: Which generation for the probe.
         category: The probe's threat family.
@@ -120,7 +132,8 @@ class ScoringConfig:
     Attributes:
         pass_threshold: A case passes when ``risk_score < pass_threshold``; in (0, 1].
         severity_weights: The weight of each severity tier, used for ``weighted_risk`` and
-            the severity-weighted pass rate.
+            the severity-weighted pass rate; each above 0 and at most
+            :data:`MAX_SEVERITY_WEIGHT` (1e6).
         learned: The learned signal that joins the rules: the name of a shipped model
             (``default``) or the path of a model file; ``None`` scores with the rules only.
     """
@@ -140,6 +153,9 @@ class ScoringConfig:
             raise UsageError(
                 f"severity_weights needs exactly {', '.join(SEVERITIES)}; missing {missing}, unknown {extra}"
             )
-        bad = {t: w for t, w in self.severity_weights.items() if not 0 < w < float("inf")}
-        if bad:
-            raise UsageError(f"severity weights must be above 0, got {bad}")
+        bad = {t: w for t, w in self.severity_weights.items() if not 0 < w <= MAX_SEVERITY_WEIGHT}
+        if bad:  # also NaN and infinity
+            raise UsageError(
+                f"severity weights must be above 0 and at most {MAX_SEVERITY_WEIGHT:,.0f}, "
+                f"got {bad}"
+            )

@@ -59,7 +59,15 @@ _MIN_SHOWN_WEIGHT = 0.5  # a phrase weighing less than this is not worth showing
 
 
 def case_id_for(probe_id: str, sample: int, model: str | None, qualify_model: bool) -> str:
-    """The case id: ``probe_id#sample``, plus ``@model`` when a run mixes several models."""
+    """The case id: ``probe_id#sample``, plus ``@model`` when a run mixes several models.
+
+    In the probe id, ``%`` is written ``%25`` and ``#`` ``%23``, so two cases never share an
+    id, whatever their probe ids and model names hold: the id reads back by splitting at its
+    first ``#`` (the escaped probe id), then at the first ``@`` after it (the sample, then the
+    model, as given). An id without ``%`` or ``#`` is unchanged (docs/report-format.md).
+    """
+    if "%" in probe_id or "#" in probe_id:
+        probe_id = probe_id.replace("%", "%25").replace("#", "%23")
     if qualify_model and model is not None:
         return f"{probe_id}#{sample}@{model}"
     return f"{probe_id}#{sample}"
@@ -210,7 +218,7 @@ class Scorer:
         Args:
             probe: The probe answered.
             response: The answer (or the error the target returned).
-            case_id: The case id; by default ``probe_id#sample``.
+            case_id: The case id; by default ``probe_id#sample`` (:func:`case_id_for`).
         """
         cid = case_id or case_id_for(probe.id, response.sample, response.model, False)
         found = None

@@ -16,6 +16,7 @@ import msgspec
 from faultline._util.text import well_formed
 from faultline._version import __version__
 from faultline.errors import UsageError
+from faultline.responses.loader import MAX_TOKENS
 from faultline.targets.base import (
     CallError,
     Completion,
@@ -316,8 +317,13 @@ def api_completion(
 
 
 def token_count(value: object) -> int | None:
-    """A token count from an API's usage object, or ``None`` when it is not a count."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A token count from an API's usage object, or ``None`` when it is not a count.
+
+    A count is a whole number from 0 to 2^63 - 1, as a responses file's ``usage`` must hold.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS:
+        return value
+    return None
 
 
 def _error_text(response: httpx.Response) -> str:
