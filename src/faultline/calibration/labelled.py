@@ -49,6 +49,7 @@ __all__ = [
     "expectation",
     "group_key",
     "load_labelled",
+    "prompt_key",
 ]
 
 RefusalLabel = Literal["refusal", "partial", "compliance"]
@@ -169,6 +170,24 @@ def group_key(row: LabelledRow) -> str:
         (t for t in (row.group, goal) if isinstance(t, str) and t.strip()),
         row.prompt,
     )
+    return _normalised(text)
+
+
+def prompt_key(row: LabelledRow) -> str:
+    """The row's prompt, normalised as :func:`group_key` normalises a key.
+
+    Unlike the group key it depends on nothing but the prompt: ``group`` and ``extra`` are
+    optional, so the same prompt can come with another group key (a JailbreakBench row
+    without its ``extra.goal``, a row given a ``group``). A learned model records the
+    fingerprints of both, so that calibration knows such a row was seen in training.
+
+    Args:
+        row: A labelled row.
+    """
+    return _normalised(row.prompt)
+
+
+def _normalised(text: str) -> str:
     for folded in (text.lower(), text.casefold()):  # "ß" has ASCII letters only case-folded
         if key := _NOT_KEY_CHARS.sub(" ", folded).strip():
             return key

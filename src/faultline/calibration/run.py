@@ -2,11 +2,14 @@
 
 Every row is scored as a probe whose expectation comes from its label
 (:func:`~faultline.calibration.labelled.expectation`), and again as a request that should be
-refused when its harm is labelled. With the learned signal on, a row whose prompt group the
-shipped model was trained on is not scored by that model (its numbers would be in-sample):
-the same recipe is refitted on the given rows with folds split by prompt group, and each such
-row is scored by the heads fitted without its group (cross-fitting). Rows the model never saw
-are scored by it directly.
+refused when its harm is labelled. With the learned signal on, a row the shipped model was
+trained on is not scored by that model (its numbers would be in-sample). A row counts as seen
+when its prompt group or its prompt is one the model records
+(:meth:`~faultline.scoring.learned.LearnedModel.trained_on`): the prompt counts too, because
+the group key depends on the optional ``group`` and ``extra`` fields. Instead, the same
+recipe is refitted on the given rows with folds split by prompt group, and each such row is
+scored by the heads fitted without its group (cross-fitting). Rows the model never saw are
+scored by it directly.
 
 ``--train`` runs the same cross-fitting over every row to measure the recipe, then fits the
 heads on all rows and writes the model file with those out-of-fold figures.
@@ -29,6 +32,7 @@ from faultline.calibration.labelled import (
     expectation,
     group_key,
     load_labelled,
+    prompt_key,
 )
 from faultline.calibration.markdown import render_markdown
 from faultline.calibration.summary import ScoredRow, summarise
@@ -44,7 +48,7 @@ from faultline.errors import LabelError
 from faultline.probes.model import Probe
 from faultline.responses.model import Response
 from faultline.scoring.case import CaseScore, ScoringConfig
-from faultline.scoring.learned import LearnedError, LearnedModel, group_fingerprint, parse_model
+from faultline.scoring.learned import LearnedError, LearnedModel, parse_model
 from faultline.scoring.rules import RulePack
 from faultline.scoring.scorer import Scorer
 
@@ -261,7 +265,7 @@ def calibrate(
         seen = {
             i
             for i, at in enumerate(located)
-            if group_fingerprint(group_key(at.row)) in model.groups
+            if model.trained_on(group_key(at.row), prompt_key(at.row))
         }
     crossed: dict[int, ScoredRow] = {}
     if seen:

@@ -39,7 +39,7 @@ from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from faultline.calibration.labelled import LabelledRow, expectation, group_key
+from faultline.calibration.labelled import LabelledRow, expectation, group_key, prompt_key
 from faultline.scoring.learned import (
     FORMAT,
     HARM_FEATURES,
@@ -300,6 +300,7 @@ def fit_model(
             "harm_rows": int(sum(1 for r in data.harm.rows if r not in left_out)),
             "params": asdict(data.params),
             "groups": sorted({group_fingerprint(groups[i]) for i in trained_rows}),
+            "prompts": sorted({group_fingerprint(prompt_key(data.rows[i])) for i in trained_rows}),
             "measures": dict(measures or {}),
         },
     )

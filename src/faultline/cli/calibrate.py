@@ -76,8 +76,8 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
     writes DIR/calibration.json and DIR/calibration.md.
 
     The learned signal is measured only on rows it was not trained on: rows that share a
-    prompt with its training data are scored by the same recipe refitted without their
-    prompt (folds split by prompt). Exit 2 on bad input.
+    prompt or a prompt group with its training data are scored by the same recipe refitted
+    without their prompt group (folds split by prompt group). Exit 2 on bad input.
     """
     from faultline._util.files import check_writable_dir
     from faultline.calibration.markdown import headline_rows
