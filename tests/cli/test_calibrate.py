@@ -485,6 +485,42 @@ def test_train_options_that_do_not_fit_exit_2(
     assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ("--train", "--model-out", "./train.jsonl"),
+            "--model-out: train.jsonl is the labelled file 'train.jsonl'",
+        ),
+        (
+            ("--train", "--model-out", "cal/calibration.json"),
+            "--model-out: cal/calibration.json is where --out writes calibration.json",
+        ),
+        (
+            ("--train", "--model-out", "cal/../cal/calibration.md"),
+            "--model-out: cal/../cal/calibration.md is where --out writes calibration.md",
+        ),
+        (
+            ("--rules-only", "--out", "."),
+            "--out: calibration.json is the labelled file 'calibration.json'",
+        ),
+    ],
+    ids=["model-out-an-input", "model-out-the-json", "model-out-the-md", "out-over-an-input"],
+)
+def test_an_output_that_would_overwrite_an_input_or_an_output_exits_2(
+    run_cli: Callable[..., Result], tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    write_jsonl(tmp_path / "train.jsonl", _training_rows())
+    write_jsonl(tmp_path / "calibration.json", _training_rows())
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    result = run_cli("calibrate", "train.jsonl", "calibration.json", "--out", "cal", *args)
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert words in _flat(result.stderr)
+    assert "calibrate: " not in result.stderr  # refused before the work
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 # --------------------------------------------------------------------------- 5. bad input
 
 

@@ -105,6 +105,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         problem = check_writable_dir(where)
         if problem is not None:
             raise UsageError(f"{option}: {problem}; expected a directory faultline can write to")
+    _check_overwrites(files, out_dir, target if train else None)
     start = time.perf_counter()
 
     def note(message: str) -> None:
@@ -142,6 +143,31 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         markup=False,
     )
     return 0
+
+
+def _check_overwrites(files: tuple[str, ...], out_dir: str, model: Path | None) -> None:
+    """Refuse an output that would overwrite an input file or another output (paths resolved).
+
+    Raises:
+        UsageError: DIR/calibration.json or .md is one of FILES, or ``model`` (the model
+            ``--train`` writes) is one of FILES or of those two.
+    """
+    from faultline.errors import UsageError
+
+    taken = {Path(f).resolve(): f"the labelled file {f!r}" for f in files}
+    for name in ("calibration.json", "calibration.md"):
+        path = Path(out_dir) / name
+        if path.resolve() in taken:
+            raise UsageError(
+                f"--out: {path} is {taken[path.resolve()]}, which calibrate would overwrite; "
+                f"expected a directory whose {name} is not among FILES"
+            )
+        taken[path.resolve()] = f"where --out writes {name}"
+    if model is not None and model.resolve() in taken:
+        raise UsageError(
+            f"--model-out: {model} is {taken[model.resolve()]}; expected a file of its own for "
+            "the model, such as my_model.json"
+        )
 
 
 _SHORT = ("group", "rows", "refusal acc", "kappa", "harm acc", "kappa", "over-refusal pred / label")
