@@ -638,6 +638,79 @@ def test_score_with_a_malformed_model_exits_2(
     assert not (tmp_path / "out").exists()
 
 
+def _rule(**change: Any) -> dict[str, Any]:
+    """A calibration.json rule entry, valid unless ``change`` makes it otherwise."""
+    rule = {
+        "kind": "boundary",
+        "label": "refusal.cannot_help",
+        "fired": 3,
+        "fired_when_positive": 3,
+        "fired_when_negative": 0,
+        "precision": 1.0,
+        "precision_ci95": [0.439, 1.0],
+    }
+    return rule | change
+
+
+IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
+    ("precision-above-1", {"rules": [_rule(precision=7.5)]}, "field 'rules[0].precision': got 7.5"),
+    ("precision-negative", {"rules": [_rule(precision=-0.1)]}, "field 'rules[0].precision'"),
+    (
+        "interval-end-negative",
+        {"rules": [_rule(precision_ci95=[0.9, -2])]},
+        "field 'rules[0].precision_ci95': got [0.9, -2.0]",
+    ),
+    (
+        "interval-reversed",
+        {"rules": [_rule(precision_ci95=[0.9, 0.5])]},
+        "field 'rules[0].precision_ci95'",
+    ),
+    (
+        "count-negative",
+        {"rules": [_rule(fired=-3, fired_when_positive=-3)]},
+        "field 'rules[0].fired': got -3, expected a count of 0 or more",
+    ),
+    (
+        "fired-not-the-sum",
+        {"rules": [_rule(fired=4)]},
+        "field 'rules[0].fired': got 4, expected fired_when_positive + fired_when_negative (3)",
+    ),
+    (
+        "a-rule-twice",
+        {"rules": [_rule(), _rule(fired_when_positive=0, fired_when_negative=3, precision=0.0)]},
+        "field 'rules[1].label': boundary rule 'refusal.cannot_help' is already rules[0]",
+    ),
+    (
+        "rows-negative",
+        {"rules": [_rule()], "groups": [{"by": "all", "name": "all", "rows": -7}]},
+        "field 'groups[0].rows': got -7",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("document", "words"), [c[1:] for c in IMPOSSIBLE], ids=[c[0] for c in IMPOSSIBLE]
+)
+def test_score_with_impossible_calibration_values_exits_2(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    scoring_files: tuple[str, str],
+    document: dict[str, Any],
+    words: str,
+) -> None:
+    (tmp_path / "cal.json").write_text(
+        json.dumps({"schema_version": "1", **document}), encoding="utf-8"
+    )
+    probes, responses = scoring_files
+    result = run_cli(
+        "score", "-p", probes, "-r", responses, "-o", "out", "--calibration", "cal.json"
+    )
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"cal.json: {words}" in _flat(result.stderr)
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("document", "words"),
     [
