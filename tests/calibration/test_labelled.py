@@ -130,6 +130,21 @@ def test_bom_inside_the_file_is_an_error_on_its_line(tmp_path: Path) -> None:
     assert (err.line, "not valid JSON" in str(err)) == (2, True)
 
 
+@pytest.mark.parametrize(
+    "row",
+    [
+        {**OK, "extra": {"k": "DEEP"}},
+        {**OK, "label_refusal": "nope", "extra": {"k": "DEEP"}},  # the slow path reads it again
+    ],
+    ids=["valid", "with-a-bad-label"],
+)
+def test_a_row_nested_too_deeply_names_its_line(tmp_path: Path, row: dict[str, Any]) -> None:
+    deep = json.dumps(row).replace('"DEEP"', "[" * 5000 + "]" * 5000).encode()
+    err = _load_error(_write(tmp_path / "labels.jsonl", _line(OK) + deep + b"\n"))
+    assert (err.line, err.field) == (2, None)
+    assert "nested too deeply" in str(err)
+
+
 def test_unicode_text_is_kept(tmp_path: Path) -> None:
     text = "什么是 ça va 🙂 line\u2028sep"
     path = _write(tmp_path / "labels.jsonl", _line({**OK, "response": text}))

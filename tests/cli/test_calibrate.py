@@ -624,6 +624,54 @@ def test_a_malformed_model_exits_2_naming_the_field(
     assert not (tmp_path / "cal").exists()
 
 
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "args", "where"),
+    [
+        (
+            "deep.jsonl",
+            json.dumps(_row(1, "p", R0, "refusal") | {"extra": {"k": 0}}).replace("0}", DEEP + "}"),
+            ("calibrate", "deep.jsonl", "--rules-only", "--out", "out"),
+            "deep.jsonl:1:",
+        ),
+        (
+            "deep.json",
+            '{"schema_version": "1", "rules": [], "x": ' + DEEP + "}",
+            ("score", "-p", "P", "-r", "R", "-o", "out", "--calibration", "deep.json"),
+            "deep.json:",
+        ),
+        (
+            "deep.json",
+            json.dumps(_tiny_model() | {"trained": {"notes": 0}}).replace(
+                ": 0}", ": " + DEEP + "}"
+            ),
+            ("score", "-p", "P", "-r", "R", "-o", "out", "--learned", "deep.json"),
+            "deep.json:",
+        ),
+    ],
+    ids=["labelled-file", "calibration-json", "model-file"],
+)
+def test_json_nested_too_deeply_exits_2_naming_the_file(  # noqa: PLR0917 - the table's columns
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    scoring_files: tuple[str, str],
+    name: str,
+    text: str,
+    args: tuple[str, ...],
+    where: str,
+) -> None:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    probes, responses = scoring_files
+    given = [{"P": probes, "R": responses}.get(a, a) for a in args]
+    result = run_cli(*given)
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{where} JSON nested too deeply to read" in _flat(result.stderr)
+    assert not (tmp_path / "out").exists()
+
+
 def test_score_with_a_malformed_model_exits_2(
     run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
 ) -> None:

@@ -17,6 +17,7 @@ from faultline._util.text import describe_value
 from faultline.errors import InputError
 
 __all__ = [
+    "TOO_DEEP",
     "atomic_write_bytes",
     "atomic_writer",
     "check_writable_dir",
@@ -27,6 +28,10 @@ __all__ = [
     "sha256_bytes",
     "sha256_file",
 ]
+
+
+TOO_DEEP = "JSON nested too deeply to read (arrays or objects hundreds of levels deep)"
+"""The reason given when msgspec cannot decode a JSON text for its depth (a RecursionError)."""
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -232,6 +237,8 @@ def jsonl_objects(
             obj = _FLOATS_AS_WRITTEN.decode(raw) if floats_as_written else msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:
             raise error(f"not valid JSON: {exc}", path=path, line=number) from None
+        except RecursionError:
+            raise error(TOO_DEEP, path=path, line=number) from None
         if not isinstance(obj, dict):
             raise error(
                 f"expected a JSON object, got {describe_value(obj)}", path=path, line=number

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from faultline._util.files import read_text_file, sha256_bytes
+from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
 from faultline.calibration.summary import SCHEMA_VERSION
 from faultline.errors import CalibrationError
 
@@ -85,6 +85,8 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
         ) from None
     except msgspec.DecodeError as exc:
         raise CalibrationError(f"not valid JSON ({exc})", path=path) from None
+    except RecursionError:
+        raise CalibrationError(TOO_DEEP, path=path) from None
     if doc.schema_version != SCHEMA_VERSION:
         raise CalibrationError(
             f"got {doc.schema_version!r}, expected {SCHEMA_VERSION!r} (a calibration.json "

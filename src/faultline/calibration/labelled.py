@@ -35,7 +35,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from faultline._util.files import malformed_line
+from faultline._util.files import TOO_DEEP, malformed_line
 from faultline._util.text import describe_value, did_you_mean, excerpt, one_of
 from faultline.errors import LabelError
 from faultline.probes.model import Expect
@@ -220,6 +220,8 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
         row = _DECODER.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
         message = str(exc)
+    except RecursionError:
+        raise LabelError(TOO_DEEP, path=path, line=line) from None
     else:
         if any(raw.count(name) > 1 for name in _QUOTED):
             _reject_repeated(raw, path, line)
@@ -229,6 +231,8 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
         obj: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise malformed_line(raw, exc, LabelError, path, line) from None
+    except RecursionError:
+        raise LabelError(TOO_DEEP, path=path, line=line) from None
     raise _explain_invalid(obj, message, path, line)
 
 
@@ -240,7 +244,10 @@ def _reject_repeated(raw: bytes, path: Path, line: int) -> None:
         objects.append(pairs)
         return dict(pairs)
 
-    json.loads(raw, object_pairs_hook=keep)  # valid JSON: the decoder has just read it
+    try:
+        json.loads(raw, object_pairs_hook=keep)  # valid JSON: the decoder has just read it
+    except RecursionError:
+        raise LabelError(TOO_DEEP, path=path, line=line) from None
     seen: set[str] = set()
     for key, _ in objects[-1]:  # the row itself is the last object closed
         if key in seen:

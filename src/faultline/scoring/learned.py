@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 import re2
 
-from faultline._util.files import read_text_file, sha256_bytes
+from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
 from faultline._util.text import describe_value
 from faultline.errors import InputError
 from faultline.scoring.matcher import SetMatch, Span, compile_set, re2_options, span_finder
@@ -414,6 +414,8 @@ def parse_model(data: bytes, source: str) -> ModelSpec:
         ) from None
     except msgspec.DecodeError as exc:
         raise LearnedError(f"not valid JSON ({exc})", path=source) from None
+    except RecursionError:
+        raise LearnedError(TOO_DEEP, path=source) from None
     if spec.format != FORMAT:
         raise LearnedError(f"got {spec.format!r}, expected {FORMAT!r}", path=source, field="format")
     for key in ("name", "version", "sha256"):
