@@ -312,6 +312,7 @@ def test_learned_on_made_up_prompts_cross_fits_nothing(hand_dir: Path, learned_r
         "name": "default",
         "version": model.version,
         "sha256": _builtin_model_sha256(),
+        "rules": model.spec.rules,
     }
 
 
@@ -861,6 +862,7 @@ def test_score_rules_only_turns_the_learned_signal_off(
         "name": "default",
         "version": load_learned("default").version,
         "sha256": _builtin_model_sha256(),
+        "rules": load_learned("default").spec.rules,
     }
     assert _json(tmp_path / "rules" / "report.json")["run"]["learned"] is None
     assert "off (rules only)" in (tmp_path / "rules" / "report.md").read_text(encoding="utf-8")
@@ -967,7 +969,79 @@ def test_score_warns_when_the_calibration_used_other_rules(
     assert "Warning: calibrated with rules tiny 0.1.0" in section
     pack = load_rule_pack("default")
     assert f"but this run used default {pack.version}" in section
+    assert "Warning: calibrated with rules tiny 0.1.0" in _flat(result.stderr)  # and on stderr
     check_report(tmp_path / "out" / "report.json")
+
+
+def _renamed_default_pack() -> str:
+    """The default pack under another name and version: the same rules, another sha256."""
+    pack = (resources.files("faultline.scoring.packs") / "default.yaml").read_text("utf-8")
+    pack = re.sub(r"(?m)^name: .*$", "name: mypack", pack)
+    return re.sub(r"(?m)^version: .*$", "version: 0.1.0", pack)
+
+
+def test_score_and_calibrate_warn_when_the_learned_model_was_trained_with_other_rules(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    (tmp_path / "mypack.yaml").write_text(_renamed_default_pack(), encoding="utf-8")
+    model = load_learned("default")
+    warning = (
+        f"Warning: the learned signal default {model.version} (sha256 {model.sha256[:12]}) was "
+        f"trained with rules default {model.spec.rules['version']}"
+    )
+    probes, responses = scoring_files
+    scored = run_cli("score", "-p", probes, "-r", responses, "-o", "out", "--rules", "mypack.yaml")
+    assert scored.code == 0, scored.stderr  # a warning, not an error
+    assert warning in _flat(scored.stderr)
+    assert "but this run used mypack 0.1.0" in _flat(scored.stderr)
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert warning.replace(f"{model.sha256[:12]})", f"`{model.sha256[:12]}`)") in _flat(markdown)
+    report = _json(tmp_path / "out" / "report.json")
+    assert report["run"]["learned"]["rules"] == model.spec.rules
+    check_report(tmp_path / "out" / "report.json")
+
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows()[:4])
+    args = ("calibrate", "labelled.jsonl", "--rules", "mypack.yaml", "--out", "cal")
+    calibrated = run_cli(*args)
+    assert calibrated.code == 0, calibrated.stderr
+    assert warning in _flat(calibrated.stderr)
+    assert (
+        "Warning: the learned signal default" in (tmp_path / "cal" / "calibration.md").read_text()
+    )
+    # With the rules it was trained with, nothing to warn about.
+    for command in (
+        ("score", "-p", probes, "-r", responses, "-o", "same"),
+        ("calibrate", "labelled.jsonl", "--out", "c2"),
+    ):
+        again = run_cli(*command)
+        assert again.code == 0, again.stderr
+        assert "Warning" not in again.stderr
+
+
+def test_score_warns_when_the_calibration_measured_another_learned_model(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    scoring_files: tuple[str, str],
+    goal_model: Path,
+) -> None:
+    # goal_model's calibration.json measured the model "m" (out of fold, by --train).
+    calibration = str(goal_model / "cal" / "calibration.json")
+    probes, responses = scoring_files
+    result = run_cli(
+        "score", "-p", probes, "-r", responses, "-o", "out", "--calibration", calibration
+    )
+    assert result.code == 0, result.stderr
+    model = load_learned("default")
+    warning = f"Warning: calibrated with learned signal m 1.0.0, but this run used default {model.version}"
+    assert warning in _flat(result.stderr)
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert warning in _flat(_section(markdown, "Rule precision (calibration)"))
+    # The model that calibration measured: no warning.
+    args = ("--learned", str(goal_model / "m.json"), "--calibration", calibration)
+    same = run_cli("score", "-p", probes, "-r", responses, "-o", "same", *args)
+    assert same.code == 0, same.stderr
+    assert "Warning" not in same.stderr
+    assert "Warning" not in (tmp_path / "same" / "report.md").read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- 7. hostile text

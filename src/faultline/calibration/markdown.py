@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from faultline.calibration.summary import TASKS
-from faultline.report.markdown import escape_md
+from faultline.report.markdown import escape_md, named_md
+from faultline.report.mismatches import scorer_mismatches
 
 __all__ = ["headline_rows", "render_markdown"]
 
@@ -92,9 +93,11 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
 def _md_identity(summary: Mapping[str, Any]) -> list[str]:
     scorer = summary["scorer"]
     lines = ["## Scorer", ""]
-    lines += [f"- {escape_md(str(k), 60)}: {escape_md(_plain(v), 200)}" for k, v in scorer.items()]
+    lines += [f"- {escape_md(str(k), 60)}: {escape_md(_plain(v), 320)}" for k, v in scorer.items()]
     if not scorer:
         lines.append("- not recorded")
+    for mismatch in scorer_mismatches(scorer, named_md):
+        lines += ["", f"Warning: {mismatch.text}."]
     if summary["cross_fitted_rows"]:
         lines += [
             "",
@@ -108,7 +111,10 @@ def _md_identity(summary: Mapping[str, Any]) -> list[str]:
 def _plain(value: Any) -> str:
     """A value of the scorer's identity as one line: mappings as ``key value, ...``."""
     if isinstance(value, Mapping):
-        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+        return ", ".join(
+            f"{k} ({_plain(v)})" if isinstance(v, Mapping) else f"{k} {_plain(v)}"
+            for k, v in value.items()
+        )
     if isinstance(value, list | tuple):
         return ", ".join(_plain(v) for v in value)
     return "none" if value is None else str(value)

@@ -332,7 +332,13 @@ def train(
     rules_only = Scorer(pack, ScoringConfig(config.pass_threshold, config.severity_weights, None))
     scored = [crossed.get(i) or _score(rules_only, at) for i, at in enumerate(located)]
     identity = _scorer_identity(pack, None)
-    identity["learned"] = {"name": name, "version": version, "sha256": None, "out_of_fold": True}
+    identity["learned"] = {
+        "name": name,
+        "version": version,
+        "sha256": None,
+        "rules": identity["rules"],
+        "out_of_fold": True,
+    }
     summary = summarise(
         scored,
         scorer=identity,

@@ -10,6 +10,7 @@ import click
 
 from faultline.cli._console import err, out, shown
 from faultline.cli._options import SEED, parse_config
+from faultline.cli._render import render_warnings
 
 
 @click.command("calibrate")
@@ -137,6 +138,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, result.model)
         written.append(target)
+    render_warnings(result.summary["scorer"])
     _print_table(headline_rows(result.summary))
     out.print(
         f"Wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - start:.1f} s.",

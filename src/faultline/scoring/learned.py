@@ -352,9 +352,14 @@ class LearnedModel:
         seen = self.groups | self.prompts
         return any(group_fingerprint(key) in seen for key in keys)
 
-    def identity(self) -> dict[str, str]:
-        """Name, version and sha256, as a report records them."""
-        return {"name": self.name, "version": self.version, "sha256": self.sha256}
+    def identity(self) -> dict[str, Any]:
+        """Name, version, sha256 and the rule pack it was trained with, as a report records them."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "sha256": self.sha256,
+            "rules": dict(self.spec.rules),
+        }
 
     def harm_logit(self, text: str, rules_logit: float) -> tuple[float, list[int]]:
         """The harm head's log-odds for a response, and the phrases it found."""
