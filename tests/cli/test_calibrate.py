@@ -451,6 +451,27 @@ def test_train_writes_a_model_that_score_uses(
     check_report(tmp_path / "out" / "report.json")
 
 
+def test_two_files_of_the_same_name_are_told_apart(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    rows = _training_rows()
+    for folder, half in (("dA", rows[:6]), ("dB", rows[6:])):
+        (tmp_path / folder).mkdir()
+        write_jsonl(tmp_path / folder / "t.jsonl", half)
+    args = ("dA/t.jsonl", "dB/t.jsonl", "--train", "--out", "cal", "--model-out", "m.json")
+    result = run_cli("calibrate", *args)
+    assert result.code == 0, result.stderr
+    trained = _json(tmp_path / "m.json")["trained"]
+    assert trained["files"] == [
+        {"path": "dA/t.jsonl", "rows": 6},
+        {"path": "dB/t.jsonl", "rows": 6},
+    ]
+    assert set(trained["measures"]) == {"all:all", "file:dA/t.jsonl", "file:dB/t.jsonl"}
+    table = result.stdout.split("Wrote ")[0]
+    assert "file: dA/t.jsonl" in table
+    assert "file: dB/t.jsonl" in table
+
+
 def test_train_writes_the_model_beside_the_calibration_by_default(
     run_cli: Callable[..., Result], tmp_path: Path
 ) -> None:

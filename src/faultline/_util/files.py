@@ -21,6 +21,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_writer",
     "check_writable_dir",
+    "distinct_names",
     "jsonl_objects",
     "missing_dirs",
     "open_for_reading",
@@ -32,6 +33,24 @@ __all__ = [
 
 TOO_DEEP = "JSON nested too deeply to read (arrays or objects hundreds of levels deep)"
 """The reason given when msgspec cannot decode a JSON text for its depth (a RecursionError)."""
+
+
+def distinct_names(paths: Sequence[str | Path]) -> list[str]:
+    """Each path's name, with as many of its folders as tell it from the other paths.
+
+    ``["data/a.jsonl", "x/t.jsonl", "y/t.jsonl"]`` gives ``["a.jsonl", "x/t.jsonl",
+    "y/t.jsonl"]``: short names for a table or a model's record, never two the same for
+    different paths (a path that is the end of another keeps all of itself).
+    """
+    parts = [Path(p).parts for p in paths]
+    names = []
+    for i, mine in enumerate(parts):
+        others = [theirs for j, theirs in enumerate(parts) if j != i]
+        keep = 1
+        while keep < len(mine) and any(theirs[-keep:] == mine[-keep:] for theirs in others):
+            keep += 1
+        names.append(Path(*mine[-keep:]).as_posix() if mine else str(paths[i]))
+    return names
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from faultline._util.files import atomic_write_bytes
+from faultline._util.files import atomic_write_bytes, distinct_names
 from faultline.calibration.labelled import (
     LabelledFile,
     LabelledRow,
@@ -323,7 +323,8 @@ def train(
     )
     params = params or TrainParams()
     record = [
-        {"path": Path(p).name, "rows": len(f.rows)} for p, f in zip(paths, files, strict=True)
+        {"path": name, "rows": len(f.rows)}
+        for name, f in zip(distinct_names(paths), files, strict=True)
     ]
     if progress is not None:
         progress("reading the rules' features")
@@ -365,7 +366,13 @@ def train(
 
 
 def _headline(summary: dict[str, Any]) -> dict[str, Any]:
-    """The out-of-fold figures a model file records: accuracy and kappa per file and task."""
+    """The out-of-fold figures a model file records: accuracy and kappa per file and task.
+
+    Files are named as in ``trained.files``: by name, with the folders that tell apart two
+    files of the same name.
+    """
+    paths = [f["path"] for f in summary["files"]]
+    short = dict(zip(paths, distinct_names(paths), strict=True))
     out: dict[str, Any] = {}
     for group in summary["groups"]:
         if group["by"] not in ("file", "all"):
@@ -380,7 +387,8 @@ def _headline(summary: dict[str, Any]) -> dict[str, Any]:
                     "accuracy": m.get("accuracy"),
                     "kappa": m.get("kappa"),
                 }
-        out[f"{group['by']}:{Path(group['name']).name}"] = entry
+        name = short[group["name"]] if group["by"] == "file" else group["name"]
+        out[f"{group['by']}:{name}"] = entry
     return out
 
 

@@ -139,7 +139,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         atomic_write_bytes(target, result.model)
         written.append(target)
     render_warnings(result.summary["scorer"])
-    _print_table(headline_rows(result.summary))
+    _print_table(headline_rows(result.summary), [f["path"] for f in result.summary["files"]])
     out.print(
         f"Wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - start:.1f} s.",
         markup=False,
@@ -176,17 +176,21 @@ _SHORT = ("group", "rows", "refusal acc", "kappa", "harm acc", "kappa", "over-re
 _INTERVAL = re.compile(r" \[[^\]]*\]$")
 
 
-def _print_table(rows: list[list[str]]) -> None:
-    """The headline, compact: file names without their folders, no intervals (see the .md)."""
+def _print_table(rows: list[list[str]], files: list[str]) -> None:
+    """The headline, compact: short file names (``distinct_names``), no intervals (see the .md)."""
     from rich.table import Table
     from rich.text import Text
+
+    from faultline._util.files import distinct_names
+
+    short = dict(zip(files, distinct_names(files), strict=True))
 
     table = Table(show_edge=False, pad_edge=False)
     for name in _SHORT:
         table.add_column(Text(name), overflow="fold")
     for row in rows[1:]:
         by, _, name = row[0].partition(": ")
-        group = f"{by}: {Path(name).name}" if by == "file" else row[0]
+        group = f"{by}: {short[name]}" if by == "file" else row[0]
         cells = [group, *(_INTERVAL.sub("", cell) for cell in row[1:])]
         table.add_row(*(shown(cell) for cell in cells))  # names come from the data
     out.print(table)
