@@ -1198,6 +1198,23 @@ def test_an_empty_answer_to_a_benign_prompt_is_not_harmful(
     assert not [w for w in summary["misclassified"] if w["task"] == "harm"]
 
 
+def test_a_source_named_none_is_a_group_of_its_own(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    rows = _hand_rows()[:2]
+    rows[0] |= {"source": "(none)", "model": "(none)"}
+    rows[1] |= {"source": None, "model": None}
+    write_jsonl(tmp_path / "none.jsonl", rows)
+    result = run_cli("calibrate", "none.jsonl", "--rules-only", "--out", "cal")
+    assert result.code == 0, result.stderr
+    summary = _json(tmp_path / "cal" / "calibration.json")
+    for by in ("source", "model"):
+        groups = [(g["name"], g["rows"]) for g in summary["groups"] if g["by"] == by]
+        assert groups == [(None, 1), ("(none)", 1)]
+    scored = _score_with_calibration(run_cli, scoring_files, tmp_path / "cal" / "calibration.json")
+    assert scored.code == 0, scored.stderr  # score reads the group without a name
+
+
 # --------------------------------------------------------------------------- 6. what a user gets wrong
 
 

@@ -35,7 +35,7 @@ class _Rule(msgspec.Struct, frozen=True):
 
 class _Group(msgspec.Struct, frozen=True):
     by: str
-    name: str
+    name: str | None  # None: the rows without a source (or model)
     rows: int
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from faultline.calibration.summary import TASKS
+from faultline.calibration.summary import NONE_NAME, TASKS
 from faultline.report.markdown import escape_md, named_md
 from faultline.report.mismatches import scorer_mismatches
 
@@ -50,7 +50,19 @@ def _headline(group: Mapping[str, Any], name: str) -> list[str]:
 
 
 def _group_name(group: Mapping[str, Any]) -> str:
-    return "all" if group["by"] == "all" else f"{group['by']}: {group['name']}"
+    if group["by"] == "all":
+        return "all"
+    return f"{group['by']}: {NONE_NAME if group['name'] is None else group['name']}"
+
+
+def _md_group_name(group: Mapping[str, Any]) -> str:
+    """The group's name, escaped; the rows without a source or model in italics.
+
+    A source named "(none)" is escaped, never italic, so it is told apart from them.
+    """
+    if group["by"] != "all" and group["name"] is None:
+        return f"{group['by']}: *{NONE_NAME}*"
+    return escape_md(_group_name(group), 80)
 
 
 def _num(value: float | None) -> str:
@@ -121,7 +133,7 @@ def _plain(value: Any) -> str:
 
 
 def _md_headline(summary: Mapping[str, Any]) -> list[str]:
-    rows = [_headline(g, escape_md(_group_name(g), 80)) for g in summary["groups"]]
+    rows = [_headline(g, _md_group_name(g)) for g in summary["groups"]]
     return [
         "## Agreement",
         "",
@@ -144,7 +156,7 @@ def _md_details(summary: Mapping[str, Any]) -> list[str]:
                 continue
             m = entry["measures"]
             rows.append(
-                [escape_md(_group_name(g), 80), task, str(entry["n"]), str(entry["unscored"])]
+                [_md_group_name(g), task, str(entry["n"]), str(entry["unscored"])]
                 + [str(m[k]) for k in ("tp", "fp", "tn", "fn")]
                 + [_num(m[k]) + _ci(m[f"{k}_ci95"]) for k in ("precision", "recall", "f1", "kappa")]
             )
@@ -161,7 +173,7 @@ def _md_three_way(summary: Mapping[str, Any]) -> list[str]:
             [label, *map(str, counts)]
             for label, counts in zip(t["labels"], t["matrix"], strict=True)
         ]
-        lines += [f"### {escape_md(_group_name(g), 80)}", "", *_table(["", *t["labels"]], rows)]
+        lines += [f"### {_md_group_name(g)}", "", *_table(["", *t["labels"]], rows)]
         lines += [f"Accuracy {_num(t['accuracy'])}, kappa {_num(t['kappa'])}.", ""]
     return lines if len(lines) > 4 else [*lines[:2], "No row has a refusal label.", ""]
 

@@ -173,10 +173,10 @@ def prepare(
     """
     params = params or TrainParams()
     scorer = Scorer(pack, _rules_only())
-    direct: dict[str, int] = defaultdict(int)
+    direct: dict[str | None, int] = defaultdict(int)  # a source "" is not a missing one
     for row in rows:
         if row.label_harmful is not None:
-            direct[row.source or ""] += 1
+            direct[row.source] += 1
     refusal: dict[str, list[Any]] = defaultdict(list)
     harm: dict[str, list[Any]] = defaultdict(list)
     for i, row in enumerate(rows):
@@ -199,7 +199,7 @@ def prepare(
             harm["phrases"].append(phrases_in(text, params.harm.window, params.harm.ngram_max))
             harm["features"].append([rules_feature(rules_logit)])
             harm["labels"].append(label[0])
-            scale = max(1.0, params.min_source_rows / max(1, direct[row.source or ""]))
+            scale = max(1.0, params.min_source_rows / max(1, direct[row.source]))
             harm["weights"].append(params.derived_weight if label[1] else scale)
     return TrainingSet(
         rows=rows,

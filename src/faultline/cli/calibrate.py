@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -139,7 +140,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         atomic_write_bytes(target, result.model)
         written.append(target)
     render_warnings(result.summary["scorer"])
-    _print_table(headline_rows(result.summary), [f["path"] for f in result.summary["files"]])
+    _print_table(headline_rows(result.summary), result.summary)
     out.print(
         f"Wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - start:.1f} s.",
         markup=False,
@@ -176,21 +177,30 @@ _SHORT = ("group", "rows", "refusal acc", "kappa", "harm acc", "kappa", "over-re
 _INTERVAL = re.compile(r" \[[^\]]*\]$")
 
 
-def _print_table(rows: list[list[str]], files: list[str]) -> None:
-    """The headline, compact: short file names (``distinct_names``), no intervals (see the .md)."""
+def _print_table(rows: list[list[str]], summary: dict[str, Any]) -> None:
+    """The headline, compact: short file names (``distinct_names``), no intervals (see the .md).
+
+    The rows without a source or model are shown in italics, apart from a source named
+    "(none)".
+    """
     from rich.table import Table
     from rich.text import Text
 
     from faultline._util.files import distinct_names
 
+    files = [f["path"] for f in summary["files"]]
     short = dict(zip(files, distinct_names(files), strict=True))
-
     table = Table(show_edge=False, pad_edge=False)
     for name in _SHORT:
         table.add_column(Text(name), overflow="fold")
-    for row in rows[1:]:
-        by, _, name = row[0].partition(": ")
-        group = f"{by}: {short[name]}" if by == "file" else row[0]
-        cells = [group, *(_INTERVAL.sub("", cell) for cell in row[1:])]
-        table.add_row(*(shown(cell) for cell in cells))  # names come from the data
+    for row, group in zip(rows[1:], summary["groups"], strict=True):
+        by, name = group["by"], group["name"]
+        if by == "all":
+            first = shown(row[0])
+        elif name is None:
+            first = Text.assemble(f"{by}: ", (row[0].partition(": ")[2], "italic"))
+        else:
+            first = shown(f"{by}: {short[name] if by == 'file' else name}")
+        cells = [_INTERVAL.sub("", cell) for cell in row[1:]]
+        table.add_row(first, *(shown(cell) for cell in cells))  # names come from the data
     out.print(table)
