@@ -966,8 +966,11 @@ def test_score_with_a_calibration_lists_the_rules_that_matched_in_report_md(
     section = _section(markdown, "Rule precision (calibration)")
     # Three of conftest's small responses refuse with "I can't ...".
     (row,) = [line for line in section.splitlines() if line.startswith("| refusal.cannot\\_help |")]
-    assert row.startswith(f"| refusal.cannot\\_help | boundary | 3 | {rule['precision']:.3f} ")
-    assert row.endswith(f"| {rule['fired']} |")
+    low, high = rule["precision_ci95"]
+    # A fraction and its interval, as calibration.md writes them (the header says so).
+    precision = f"{rule['precision']:.3f} [{low:.3f}, {high:.3f}]"
+    assert row == f"| refusal.cannot\\_help | boundary | 3 | {precision} | {rule['fired']} |"
+    assert "| Precision [95% CI] |" in section
 
 
 def test_score_warns_when_the_calibration_used_other_rules(

@@ -49,6 +49,11 @@ def _ci(interval: Sequence[float] | None) -> str:
     return "" if not interval else f" (95% CI {100 * interval[0]:.1f}–{100 * interval[1]:.1f}%)"
 
 
+def _fraction_ci(interval: Sequence[float] | None) -> str:
+    """An interval of a fraction, as calibration.md writes it: `` [0.439, 1.000]``."""
+    return "" if not interval else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -375,7 +380,7 @@ def _calibration(report: Mapping[str, Any]) -> list[str]:
                 str(count),
                 "not measured"
                 if r is None
-                else f"{_num(r['precision'])}{_ci(r.get('precision_ci95'))}",
+                else f"{_num(r['precision'])}{_fraction_ci(r.get('precision_ci95'))}",
                 "–" if r is None else escape_md(str(r["fired"]), 20),
             )
         )
