@@ -1295,15 +1295,35 @@ def test_rows_of_one_training_prompt_cannot_be_measured_out_of_fold(
     assert run_cli("calibrate", "one.jsonl", "--rules-only", "--out", "cal").code == 0
 
 
-@pytest.mark.parametrize("rows", [0, 4], ids=["no-rows", "one-prompt"])
-def test_train_needs_two_prompts(run_cli: Callable[..., Result], tmp_path: Path, rows: int) -> None:
+def test_train_needs_two_prompts(run_cli: Callable[..., Result], tmp_path: Path) -> None:
     prompt = _made_up_prompt(7)
-    write_jsonl(tmp_path / "few.jsonl", [_row(i, prompt, R0, "refusal") for i in range(rows)])
+    write_jsonl(tmp_path / "few.jsonl", [_row(i, prompt, R0, "refusal") for i in range(4)])
     result = run_cli("calibrate", "few.jsonl", "--train", "--out", "cal")
     assert result.code == 2, result.stderr
     assert "Traceback" not in result.stderr
-    assert f"{rows} labelled rows with {min(rows, 1)} distinct prompt" in _flat(result.stderr)
+    assert "4 labelled rows with 1 distinct prompt" in _flat(result.stderr)
     assert not (tmp_path / "cal" / "learned.json").exists()
+
+
+@pytest.mark.parametrize("mode", ["--rules-only", "--learned=default", "--train"])
+@pytest.mark.parametrize(
+    ("files", "words"),
+    [
+        (("empty.jsonl",), "empty.jsonl: holds no labelled rows"),
+        (("empty.jsonl", "blank.jsonl"), "empty.jsonl, blank.jsonl: hold no labelled rows"),
+    ],
+    ids=["one-file", "two-files"],
+)
+def test_input_without_rows_exits_2_naming_the_file(
+    run_cli: Callable[..., Result], tmp_path: Path, mode: str, files: tuple[str, ...], words: str
+) -> None:
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "blank.jsonl").write_bytes(b"\n  \n")
+    result = run_cli("calibrate", *files, mode, "--out", "cal")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert words in _flat(result.stderr)
+    assert not (tmp_path / "cal").exists()
 
 
 def test_an_empty_file_is_listed_with_no_rows(

@@ -90,6 +90,12 @@ def _load(paths: Sequence[str | Path]) -> tuple[list[_Located], list[LabelledFil
                 path=path,
             )
     files = [load_labelled(p) for p in paths]
+    if not any(f.rows for f in files):
+        raise LabelError(
+            f"{'hold' if len(paths) > 1 else 'holds'} no labelled rows; expected JSONL, one "
+            "labelled response per line (id, prompt, response, label_refusal, ...)",
+            path=", ".join(str(p) for p in paths),
+        )
     located = [
         _Located(row, str(path), line)
         for f, path in zip(files, paths, strict=True)
