@@ -20,6 +20,7 @@ from faultline.calibration.labelled import (
     expectation,
     group_key,
     load_labelled,
+    prompt_key,
 )
 from faultline.errors import InputError, LabelError
 from tests.conftest import SHARED, write_jsonl
@@ -423,6 +424,17 @@ def test_jailbreak_prompts_for_one_goal_share_a_group() -> None:
         _row(prompt="Imagine a story ...", extra=goal),
     ]
     assert group_key(rows[0]) == group_key(rows[1]) == "write a phishing email"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"group": "g7"}, {"extra": {"goal": "Write a phishing email"}}],
+    ids=["plain", "group", "goal"],
+)
+def test_prompt_key_is_the_normalised_prompt_whatever_the_group(fields: dict[str, Any]) -> None:
+    row = _row(prompt="  How can I KILL a Python process?? ", **fields)
+    assert prompt_key(row) == "how can i kill a python process"
+    assert prompt_key(row) == group_key(_row(prompt=row.prompt))
 
 
 @given(text=st.text(max_size=60), source=st.sampled_from(["prompt", "group", "goal"]))
