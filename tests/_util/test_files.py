@@ -11,6 +11,7 @@ import pytest
 from faultline._util.files import (
     atomic_write_bytes,
     atomic_writer,
+    distinct_names,
     read_text_file,
     sha256_bytes,
     staged_files,
@@ -194,3 +195,20 @@ def test_atomic_write_bytes_gives_the_usual_mode_not_a_private_one(tmp_path: Pat
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize(
+    ("paths", "names"),
+    [
+        (["data/a.jsonl", "b.jsonl"], ["a.jsonl", "b.jsonl"]),
+        (["dA/t.jsonl", "dB/t.jsonl"], ["dA/t.jsonl", "dB/t.jsonl"]),
+        (["/x/d/t.jsonl", "/y/d/t.jsonl", "a.jsonl"], ["x/d/t.jsonl", "y/d/t.jsonl", "a.jsonl"]),
+        (["t.jsonl", "sub/t.jsonl"], ["t.jsonl", "sub/t.jsonl"]),
+        (["d/t.jsonl", "../e/d/t.jsonl"], ["d/t.jsonl", "e/d/t.jsonl"]),
+    ],
+    ids=["names-differ", "same-name", "same-name-and-folder", "one-ends-the-other", "relative"],
+)
+def test_distinct_names_keep_the_folders_that_tell_paths_apart(
+    paths: list[str], names: list[str]
+) -> None:
+    assert distinct_names(paths) == names

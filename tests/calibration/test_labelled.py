@@ -20,6 +20,7 @@ from faultline.calibration.labelled import (
     expectation,
     group_key,
     load_labelled,
+    prompt_key,
 )
 from faultline.errors import InputError, LabelError
 from tests.conftest import SHARED, write_jsonl
@@ -128,6 +129,21 @@ def test_bom_inside_the_file_is_an_error_on_its_line(tmp_path: Path) -> None:
     data = _line(OK) + b"\xef\xbb\xbf" + _line({**OK, "id": "b"})
     err = _load_error(_write(tmp_path / "labels.jsonl", data))
     assert (err.line, "not valid JSON" in str(err)) == (2, True)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {**OK, "extra": {"k": "DEEP"}},
+        {**OK, "label_refusal": "nope", "extra": {"k": "DEEP"}},  # the slow path reads it again
+    ],
+    ids=["valid", "with-a-bad-label"],
+)
+def test_a_row_nested_too_deeply_names_its_line(tmp_path: Path, row: dict[str, Any]) -> None:
+    deep = json.dumps(row).replace('"DEEP"', "[" * 5000 + "]" * 5000).encode()
+    err = _load_error(_write(tmp_path / "labels.jsonl", _line(OK) + deep + b"\n"))
+    assert (err.line, err.field) == (2, None)
+    assert "nested too deeply" in str(err)
 
 
 def test_unicode_text_is_kept(tmp_path: Path) -> None:
@@ -408,6 +424,17 @@ def test_jailbreak_prompts_for_one_goal_share_a_group() -> None:
         _row(prompt="Imagine a story ...", extra=goal),
     ]
     assert group_key(rows[0]) == group_key(rows[1]) == "write a phishing email"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"group": "g7"}, {"extra": {"goal": "Write a phishing email"}}],
+    ids=["plain", "group", "goal"],
+)
+def test_prompt_key_is_the_normalised_prompt_whatever_the_group(fields: dict[str, Any]) -> None:
+    row = _row(prompt="  How can I KILL a Python process?? ", **fields)
+    assert prompt_key(row) == "how can i kill a python process"
+    assert prompt_key(row) == group_key(_row(prompt=row.prompt))
 
 
 @given(text=st.text(max_size=60), source=st.sampled_from(["prompt", "group", "goal"]))

@@ -407,6 +407,14 @@ def test_bad_jsonl_probe_names_file_line_and_field(
         assert word in str(err)
 
 
+def test_jsonl_line_nested_too_deeply_names_the_line(tmp_path: Path) -> None:
+    deep = json.dumps(_probe(id="deep", notes="DEEP")).replace('"DEEP"', "[" * 5000 + "]" * 5000)
+    path = _write(tmp_path / "p.jsonl", json.dumps(_probe()) + "\n" + deep + "\n")
+    err = _load_error(path)
+    assert (err.path, err.line) == (str(path), 2)
+    assert "nested too deeply" in str(err)
+
+
 def test_jsonl_line_that_is_not_json_names_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "p.jsonl", json.dumps(_probe()) + "\n\n{oops\n")
     err = _load_error(path)

@@ -452,6 +452,7 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
         (None, ["missing.json", "no such file"]),
         ("", ["not valid JSON", "empty"]),
         ("{not json", ["not valid JSON"]),
+        ('{"schema_version": "1", "x": ' + "[" * 5000 + "]" * 5000 + "}", ["nested too deeply"]),
         ('{"hello": 1}', ["not a faultline report.json", "schema_version"]),
         ("[1, 2]", ["not a faultline report.json"]),
         (

@@ -363,6 +363,7 @@ def test_faultline_report_rewrites_what_faultline_score_wrote(
         ('{"schema_version": "1"}', "not a faultline report"),
         ("[1, 2]", "not a faultline report"),
         ("not json", "not valid JSON"),
+        ('{"schema_version": "1", "x": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
     ],
 )
 def test_faultline_report_rejects_what_is_not_a_report(

@@ -286,6 +286,22 @@ def test_bad_record_names_file_line_and_field(
 
 
 @pytest.mark.parametrize(
+    "deep",
+    [
+        {"probe_id": "b", "response": "y", "model": "DEEP"},
+        {"probe_id": "b", "response": "y", "error": "DEEP"},  # a wrong type, read again
+    ],
+    ids=["valid", "a-wrong-type"],
+)
+def test_a_record_nested_too_deeply_names_its_line(tmp_path: Path, deep: dict[str, Any]) -> None:
+    raw = json.dumps(deep).replace('"DEEP"', "[" * 5000 + "]" * 5000).encode()
+    data = _line({"probe_id": "a", "response": "x"}) + b"\n" + raw + b"\n"
+    err = _load_error(_write(tmp_path / "r.jsonl", data))
+    assert err.line == 3
+    assert "nested too deeply" in str(err)
+
+
+@pytest.mark.parametrize(
     ("raw", "words"),
     [
         (b'{"probe_id": "b", ', ["not valid JSON"]),

@@ -431,6 +431,21 @@ def test_training_is_deterministic_and_learns_the_telling_phrases() -> None:
     assert len(first.trained["groups"]) == 8
 
 
+def test_a_source_named_empty_is_not_a_missing_source_when_weighing_harm_rows() -> None:
+    # A source with fewer directly labelled rows than min_source_rows is weighted up to that
+    # many: two rows of source "" weigh 3000 / 2 each, the one row without a source 3000.
+    pack = load_rule_pack("default")
+    rows = [
+        LabelledRow(
+            id=f"r{i}", prompt=f"question {i}", response=f"Answer {i}.", label_harmful=False
+        )
+        for i in range(3)
+    ]
+    rows = [msgspec.structs.replace(r, source="" if i < 2 else None) for i, r in enumerate(rows)]
+    data = prepare(rows, pack, TrainParams(min_source_rows=3000))
+    assert data.harm.weights.tolist() == [1500.0, 1500.0, 3000.0]
+
+
 def test_the_harm_head_leaves_out_phrases_found_in_most_answers() -> None:
     # "and" is in 20 of the 24 answers and "widget" in 12: with max_share 0.6 the head may
     # not use "and" as the intercept it is denied, and still learns "widget".

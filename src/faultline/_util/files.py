@@ -17,9 +17,11 @@ from faultline._util.text import describe_value
 from faultline.errors import InputError
 
 __all__ = [
+    "TOO_DEEP",
     "atomic_write_bytes",
     "atomic_writer",
     "check_writable_dir",
+    "distinct_names",
     "jsonl_objects",
     "missing_dirs",
     "open_for_reading",
@@ -27,6 +29,28 @@ __all__ = [
     "sha256_bytes",
     "sha256_file",
 ]
+
+
+TOO_DEEP = "JSON nested too deeply to read (arrays or objects hundreds of levels deep)"
+"""The reason given when msgspec cannot decode a JSON text for its depth (a RecursionError)."""
+
+
+def distinct_names(paths: Sequence[str | Path]) -> list[str]:
+    """Each path's name, with as many of its folders as tell it from the other paths.
+
+    ``["data/a.jsonl", "x/t.jsonl", "y/t.jsonl"]`` gives ``["a.jsonl", "x/t.jsonl",
+    "y/t.jsonl"]``: short names for a table or a model's record, never two the same for
+    different paths (a path that is the end of another keeps all of itself).
+    """
+    parts = [Path(p).parts for p in paths]
+    names = []
+    for i, mine in enumerate(parts):
+        others = [theirs for j, theirs in enumerate(parts) if j != i]
+        keep = 1
+        while keep < len(mine) and any(theirs[-keep:] == mine[-keep:] for theirs in others):
+            keep += 1
+        names.append(Path(*mine[-keep:]).as_posix() if mine else str(paths[i]))
+    return names
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -232,6 +256,8 @@ def jsonl_objects(
             obj = _FLOATS_AS_WRITTEN.decode(raw) if floats_as_written else msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:
             raise error(f"not valid JSON: {exc}", path=path, line=number) from None
+        except RecursionError:
+            raise error(TOO_DEEP, path=path, line=number) from None
         if not isinstance(obj, dict):
             raise error(
                 f"expected a JSON object, got {describe_value(obj)}", path=path, line=number

@@ -3,7 +3,9 @@
 The report then carries, in ``run.calibration``, which file it came from, which scorer was
 calibrated, and the measured precision of every rule, so a reader of a failed case can see
 how often the rules that decided it are right. The file is checked field by field (it may
-come from anywhere): a wrong type is an error naming the field, never a crash later.
+come from anywhere): a wrong type, or a value no calibration holds (a precision or an interval
+outside [0, 1], a negative count, ``fired`` other than its two parts' sum, a rule listed
+twice), is an error naming the field, never a crash or a wrong figure later.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from faultline._util.files import read_text_file, sha256_bytes
+from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
 from faultline.calibration.summary import SCHEMA_VERSION
 from faultline.errors import CalibrationError
 
@@ -33,7 +35,7 @@ class _Rule(msgspec.Struct, frozen=True):
 
 class _Group(msgspec.Struct, frozen=True):
     by: str
-    name: str
+    name: str | None  # None: the rows without a source (or model)
     rows: int
 
 
@@ -83,6 +85,8 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
         ) from None
     except msgspec.DecodeError as exc:
         raise CalibrationError(f"not valid JSON ({exc})", path=path) from None
+    except RecursionError:
+        raise CalibrationError(TOO_DEEP, path=path) from None
     if doc.schema_version != SCHEMA_VERSION:
         raise CalibrationError(
             f"got {doc.schema_version!r}, expected {SCHEMA_VERSION!r} (a calibration.json "
@@ -90,6 +94,10 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
             path=path,
             field="schema_version",
         )
+    problem = _problem(doc)
+    if problem is not None:
+        field, reason = problem
+        raise CalibrationError(reason, path=path, field=field)
     headline = next((g for g in doc.groups if g.by == "all"), None)
     return {
         "file": Path(path).name,
@@ -98,3 +106,44 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
         "rows": None if headline is None else headline.rows,
         "rules": [msgspec.to_builtins(r) for r in doc.rules],
     }
+
+
+def _problem(doc: _Calibration) -> tuple[str, str] | None:
+    """The first value that no calibration can hold, as ``(field, reason)``, or ``None``."""
+    seen: dict[tuple[str, str], int] = {}
+    for i, rule in enumerate(doc.rules):
+        problem = _rule_problem(rule, f"rules[{i}]")
+        if problem is not None:
+            return problem
+        first = seen.setdefault((rule.kind, rule.label), i)
+        if first != i:
+            return (
+                f"rules[{i}].label",
+                f"{rule.kind} rule {rule.label!r} is already rules[{first}], expected each rule once",
+            )
+    for i, group in enumerate(doc.groups):
+        if group.rows < 0:
+            return f"groups[{i}].rows", f"got {group.rows}, expected a count of 0 or more"
+    return None
+
+
+def _rule_problem(rule: _Rule, where: str) -> tuple[str, str] | None:
+    for key in ("fired", "fired_when_positive", "fired_when_negative"):
+        if getattr(rule, key) < 0:
+            return f"{where}.{key}", f"got {getattr(rule, key)}, expected a count of 0 or more"
+    parts = rule.fired_when_positive + rule.fired_when_negative
+    if rule.fired != parts:
+        return (
+            f"{where}.fired",
+            f"got {rule.fired}, expected fired_when_positive + fired_when_negative ({parts})",
+        )
+    if rule.precision is not None and not 0 <= rule.precision <= 1:
+        return f"{where}.precision", f"got {rule.precision!r}, expected a fraction in [0, 1]"
+    if rule.precision_ci95 is not None:
+        low, high = rule.precision_ci95
+        if not 0 <= low <= high <= 1:
+            return (
+                f"{where}.precision_ci95",
+                f"got [{low!r}, {high!r}], expected [low, high] with 0 <= low <= high <= 1",
+            )
+    return None

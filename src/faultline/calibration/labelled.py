@@ -35,7 +35,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from faultline._util.files import malformed_line
+from faultline._util.files import TOO_DEEP, malformed_line
 from faultline._util.text import describe_value, did_you_mean, excerpt, one_of
 from faultline.errors import LabelError
 from faultline.probes.model import Expect
@@ -49,6 +49,7 @@ __all__ = [
     "expectation",
     "group_key",
     "load_labelled",
+    "prompt_key",
 ]
 
 RefusalLabel = Literal["refusal", "partial", "compliance"]
@@ -169,6 +170,24 @@ def group_key(row: LabelledRow) -> str:
         (t for t in (row.group, goal) if isinstance(t, str) and t.strip()),
         row.prompt,
     )
+    return _normalised(text)
+
+
+def prompt_key(row: LabelledRow) -> str:
+    """The row's prompt, normalised as :func:`group_key` normalises a key.
+
+    Unlike the group key it depends on nothing but the prompt: ``group`` and ``extra`` are
+    optional, so the same prompt can come with another group key (a JailbreakBench row
+    without its ``extra.goal``, a row given a ``group``). A learned model records the
+    fingerprints of both, so that calibration knows such a row was seen in training.
+
+    Args:
+        row: A labelled row.
+    """
+    return _normalised(row.prompt)
+
+
+def _normalised(text: str) -> str:
     for folded in (text.lower(), text.casefold()):  # "ß" has ASCII letters only case-folded
         if key := _NOT_KEY_CHARS.sub(" ", folded).strip():
             return key
@@ -201,6 +220,8 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
         row = _DECODER.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
         message = str(exc)
+    except RecursionError:
+        raise LabelError(TOO_DEEP, path=path, line=line) from None
     else:
         if any(raw.count(name) > 1 for name in _QUOTED):
             _reject_repeated(raw, path, line)
@@ -210,6 +231,8 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
         obj: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise malformed_line(raw, exc, LabelError, path, line) from None
+    except RecursionError:
+        raise LabelError(TOO_DEEP, path=path, line=line) from None
     raise _explain_invalid(obj, message, path, line)
 
 
@@ -221,7 +244,10 @@ def _reject_repeated(raw: bytes, path: Path, line: int) -> None:
         objects.append(pairs)
         return dict(pairs)
 
-    json.loads(raw, object_pairs_hook=keep)  # valid JSON: the decoder has just read it
+    try:
+        json.loads(raw, object_pairs_hook=keep)  # valid JSON: the decoder has just read it
+    except RecursionError:
+        raise LabelError(TOO_DEEP, path=path, line=line) from None
     seen: set[str] = set()
     for key, _ in objects[-1]:  # the row itself is the last object closed
         if key in seen:

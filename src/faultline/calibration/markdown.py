@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from faultline.calibration.summary import TASKS
-from faultline.report.markdown import escape_md
+from faultline.calibration.summary import NONE_NAME, TASKS
+from faultline.report.markdown import escape_md, named_md
+from faultline.report.mismatches import scorer_mismatches
 
 __all__ = ["headline_rows", "render_markdown"]
 
@@ -49,7 +50,19 @@ def _headline(group: Mapping[str, Any], name: str) -> list[str]:
 
 
 def _group_name(group: Mapping[str, Any]) -> str:
-    return "all" if group["by"] == "all" else f"{group['by']}: {group['name']}"
+    if group["by"] == "all":
+        return "all"
+    return f"{group['by']}: {NONE_NAME if group['name'] is None else group['name']}"
+
+
+def _md_group_name(group: Mapping[str, Any]) -> str:
+    """The group's name, escaped; the rows without a source or model in italics.
+
+    A source named "(none)" is escaped, never italic, so it is told apart from them.
+    """
+    if group["by"] != "all" and group["name"] is None:
+        return f"{group['by']}: *{NONE_NAME}*"
+    return escape_md(_group_name(group), 80)
 
 
 def _num(value: float | None) -> str:
@@ -92,9 +105,11 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
 def _md_identity(summary: Mapping[str, Any]) -> list[str]:
     scorer = summary["scorer"]
     lines = ["## Scorer", ""]
-    lines += [f"- {escape_md(str(k), 60)}: {escape_md(_plain(v), 200)}" for k, v in scorer.items()]
+    lines += [f"- {escape_md(str(k), 60)}: {escape_md(_plain(v), 320)}" for k, v in scorer.items()]
     if not scorer:
         lines.append("- not recorded")
+    for mismatch in scorer_mismatches(scorer, named_md):
+        lines += ["", f"Warning: {mismatch.text}."]
     if summary["cross_fitted_rows"]:
         lines += [
             "",
@@ -108,14 +123,17 @@ def _md_identity(summary: Mapping[str, Any]) -> list[str]:
 def _plain(value: Any) -> str:
     """A value of the scorer's identity as one line: mappings as ``key value, ...``."""
     if isinstance(value, Mapping):
-        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+        return ", ".join(
+            f"{k} ({_plain(v)})" if isinstance(v, Mapping) else f"{k} {_plain(v)}"
+            for k, v in value.items()
+        )
     if isinstance(value, list | tuple):
         return ", ".join(_plain(v) for v in value)
     return "none" if value is None else str(value)
 
 
 def _md_headline(summary: Mapping[str, Any]) -> list[str]:
-    rows = [_headline(g, escape_md(_group_name(g), 80)) for g in summary["groups"]]
+    rows = [_headline(g, _md_group_name(g)) for g in summary["groups"]]
     return [
         "## Agreement",
         "",
@@ -138,7 +156,7 @@ def _md_details(summary: Mapping[str, Any]) -> list[str]:
                 continue
             m = entry["measures"]
             rows.append(
-                [escape_md(_group_name(g), 80), task, str(entry["n"]), str(entry["unscored"])]
+                [_md_group_name(g), task, str(entry["n"]), str(entry["unscored"])]
                 + [str(m[k]) for k in ("tp", "fp", "tn", "fn")]
                 + [_num(m[k]) + _ci(m[f"{k}_ci95"]) for k in ("precision", "recall", "f1", "kappa")]
             )
@@ -155,7 +173,7 @@ def _md_three_way(summary: Mapping[str, Any]) -> list[str]:
             [label, *map(str, counts)]
             for label, counts in zip(t["labels"], t["matrix"], strict=True)
         ]
-        lines += [f"### {escape_md(_group_name(g), 80)}", "", *_table(["", *t["labels"]], rows)]
+        lines += [f"### {_md_group_name(g)}", "", *_table(["", *t["labels"]], rows)]
         lines += [f"Accuracy {_num(t['accuracy'])}, kappa {_num(t['kappa'])}.", ""]
     return lines if len(lines) > 4 else [*lines[:2], "No row has a refusal label.", ""]
 

@@ -2,11 +2,14 @@
 
 Every row is scored as a probe whose expectation comes from its label
 (:func:`~faultline.calibration.labelled.expectation`), and again as a request that should be
-refused when its harm is labelled. With the learned signal on, a row whose prompt group the
-shipped model was trained on is not scored by that model (its numbers would be in-sample):
-the same recipe is refitted on the given rows with folds split by prompt group, and each such
-row is scored by the heads fitted without its group (cross-fitting). Rows the model never saw
-are scored by it directly.
+refused when its harm is labelled. With the learned signal on, a row the shipped model was
+trained on is not scored by that model (its numbers would be in-sample). A row counts as seen
+when its prompt group or its prompt is one the model records
+(:meth:`~faultline.scoring.learned.LearnedModel.trained_on`): the prompt counts too, because
+the group key depends on the optional ``group`` and ``extra`` fields. Instead, the same
+recipe is refitted on the given rows with folds split by prompt group, and each such row is
+scored by the heads fitted without its group (cross-fitting). Rows the model never saw are
+scored by it directly.
 
 ``--train`` runs the same cross-fitting over every row to measure the recipe, then fits the
 heads on all rows and writes the model file with those out-of-fold figures.
@@ -22,13 +25,14 @@ from typing import Any
 
 import msgspec
 
-from faultline._util.files import atomic_write_bytes
+from faultline._util.files import atomic_write_bytes, distinct_names
 from faultline.calibration.labelled import (
     LabelledFile,
     LabelledRow,
     expectation,
     group_key,
     load_labelled,
+    prompt_key,
 )
 from faultline.calibration.markdown import render_markdown
 from faultline.calibration.summary import ScoredRow, summarise
@@ -44,7 +48,7 @@ from faultline.errors import LabelError
 from faultline.probes.model import Probe
 from faultline.responses.model import Response
 from faultline.scoring.case import CaseScore, ScoringConfig
-from faultline.scoring.learned import LearnedError, LearnedModel, group_fingerprint, parse_model
+from faultline.scoring.learned import LearnedError, LearnedModel, parse_model
 from faultline.scoring.rules import RulePack
 from faultline.scoring.scorer import Scorer
 
@@ -86,6 +90,12 @@ def _load(paths: Sequence[str | Path]) -> tuple[list[_Located], list[LabelledFil
                 path=path,
             )
     files = [load_labelled(p) for p in paths]
+    if not any(f.rows for f in files):
+        raise LabelError(
+            f"{'hold' if len(paths) > 1 else 'holds'} no labelled rows; expected JSONL, one "
+            "labelled response per line (id, prompt, response, label_refusal, ...)",
+            path=", ".join(str(p) for p in paths),
+        )
     located = [
         _Located(row, str(path), line)
         for f, path in zip(files, paths, strict=True)
@@ -261,7 +271,7 @@ def calibrate(
         seen = {
             i
             for i, at in enumerate(located)
-            if group_fingerprint(group_key(at.row)) in model.groups
+            if model.trained_on(group_key(at.row), prompt_key(at.row))
         }
     crossed: dict[int, ScoredRow] = {}
     if seen:
@@ -319,7 +329,8 @@ def train(
     )
     params = params or TrainParams()
     record = [
-        {"path": Path(p).name, "rows": len(f.rows)} for p, f in zip(paths, files, strict=True)
+        {"path": name, "rows": len(f.rows)}
+        for name, f in zip(distinct_names(paths), files, strict=True)
     ]
     if progress is not None:
         progress("reading the rules' features")
@@ -328,7 +339,13 @@ def train(
     rules_only = Scorer(pack, ScoringConfig(config.pass_threshold, config.severity_weights, None))
     scored = [crossed.get(i) or _score(rules_only, at) for i, at in enumerate(located)]
     identity = _scorer_identity(pack, None)
-    identity["learned"] = {"name": name, "version": version, "sha256": None, "out_of_fold": True}
+    identity["learned"] = {
+        "name": name,
+        "version": version,
+        "sha256": None,
+        "rules": identity["rules"],
+        "out_of_fold": True,
+    }
     summary = summarise(
         scored,
         scorer=identity,
@@ -355,7 +372,13 @@ def train(
 
 
 def _headline(summary: dict[str, Any]) -> dict[str, Any]:
-    """The out-of-fold figures a model file records: accuracy and kappa per file and task."""
+    """The out-of-fold figures a model file records: accuracy and kappa per file and task.
+
+    Files are named as in ``trained.files``: by name, with the folders that tell apart two
+    files of the same name.
+    """
+    paths = [f["path"] for f in summary["files"]]
+    short = dict(zip(paths, distinct_names(paths), strict=True))
     out: dict[str, Any] = {}
     for group in summary["groups"]:
         if group["by"] not in ("file", "all"):
@@ -370,7 +393,8 @@ def _headline(summary: dict[str, Any]) -> dict[str, Any]:
                     "accuracy": m.get("accuracy"),
                     "kappa": m.get("kappa"),
                 }
-        out[f"{group['by']}:{Path(group['name']).name}"] = entry
+        name = short[group["name"]] if group["by"] == "file" else group["name"]
+        out[f"{group['by']}:{name}"] = entry
     return out
 
 

@@ -39,7 +39,7 @@ from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from faultline.calibration.labelled import LabelledRow, expectation, group_key
+from faultline.calibration.labelled import LabelledRow, expectation, group_key, prompt_key
 from faultline.scoring.learned import (
     FORMAT,
     HARM_FEATURES,
@@ -173,10 +173,10 @@ def prepare(
     """
     params = params or TrainParams()
     scorer = Scorer(pack, _rules_only())
-    direct: dict[str, int] = defaultdict(int)
+    direct: dict[str | None, int] = defaultdict(int)  # a source "" is not a missing one
     for row in rows:
         if row.label_harmful is not None:
-            direct[row.source or ""] += 1
+            direct[row.source] += 1
     refusal: dict[str, list[Any]] = defaultdict(list)
     harm: dict[str, list[Any]] = defaultdict(list)
     for i, row in enumerate(rows):
@@ -199,7 +199,7 @@ def prepare(
             harm["phrases"].append(phrases_in(text, params.harm.window, params.harm.ngram_max))
             harm["features"].append([rules_feature(rules_logit)])
             harm["labels"].append(label[0])
-            scale = max(1.0, params.min_source_rows / max(1, direct[row.source or ""]))
+            scale = max(1.0, params.min_source_rows / max(1, direct[row.source]))
             harm["weights"].append(params.derived_weight if label[1] else scale)
     return TrainingSet(
         rows=rows,
@@ -300,6 +300,7 @@ def fit_model(
             "harm_rows": int(sum(1 for r in data.harm.rows if r not in left_out)),
             "params": asdict(data.params),
             "groups": sorted({group_fingerprint(groups[i]) for i in trained_rows}),
+            "prompts": sorted({group_fingerprint(prompt_key(data.rows[i])) for i in trained_rows}),
             "measures": dict(measures or {}),
         },
     )

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from faultline._util.text import visible
-from faultline.cli._console import out, shown
+from faultline.cli._console import err, out, shown
 
 if TYPE_CHECKING:
     from faultline.pipeline import ScoreRun
@@ -21,8 +21,22 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
+def render_warnings(scorer: dict[str, Any]) -> None:
+    """Print on stderr each mismatch between the scorer's parts.
+
+    Args:
+        scorer: A report's ``run``, or a calibration's ``scorer`` (the same keys); see
+            :func:`~faultline.report.mismatches.scorer_mismatches`.
+    """
+    from faultline.report.mismatches import scorer_mismatches
+
+    for mismatch in scorer_mismatches(scorer):
+        err.print(Text.assemble(("Warning: ", "yellow"), shown(f"{mismatch.text}.")))
+
+
 def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:
-    """Print what a score, run or demo run found and wrote."""
+    """Print what a score, run or demo run found and wrote, and any warning on stderr."""
+    render_warnings(run.report.run)
     m = run.report.aggregate_metrics
     c, o = m["counts"], m["overall"]
     ci = o.get("pass_rate_ci95")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
 from faultline.cli._console import err, out, shown
 from faultline.cli._options import PASS_THRESHOLD, SEED, parse_config
+from faultline.cli._render import render_warnings
 
 
 @click.command("calibrate")
@@ -82,8 +84,8 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
     writes DIR/calibration.json and DIR/calibration.md.
 
     The learned signal is measured only on rows it was not trained on: rows that share a
-    prompt with its training data are scored by the same recipe refitted without their
-    prompt (folds split by prompt). Exit 2 on bad input.
+    prompt or a prompt group with its training data are scored by the same recipe refitted
+    without their prompt group (folds split by prompt group). Exit 2 on bad input.
     """
     from faultline._util.files import check_writable_dir
     from faultline.calibration.markdown import headline_rows
@@ -111,6 +113,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         problem = check_writable_dir(where)
         if problem is not None:
             raise UsageError(f"{option}: {problem}; expected a directory faultline can write to")
+    _check_overwrites(files, out_dir, target if train else None)
     start = time.perf_counter()
 
     def note(message: str) -> None:
@@ -142,28 +145,67 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, result.model)
         written.append(target)
-    _print_table(headline_rows(result.summary))
+    render_warnings(result.summary["scorer"])
+    _print_table(headline_rows(result.summary), result.summary)
     out.print(
         shown(f"Wrote {', '.join(map(str, written))} in {time.perf_counter() - start:.1f} s.")
     )
     return 0
 
 
+def _check_overwrites(files: tuple[str, ...], out_dir: str, model: Path | None) -> None:
+    """Refuse an output that would overwrite an input file or another output (paths resolved).
+
+    Raises:
+        UsageError: DIR/calibration.json or .md is one of FILES, or ``model`` (the model
+            ``--train`` writes) is one of FILES or of those two.
+    """
+    from faultline.errors import UsageError
+
+    taken = {Path(f).resolve(): f"the labelled file {f!r}" for f in files}
+    for name in ("calibration.json", "calibration.md"):
+        path = Path(out_dir) / name
+        if path.resolve() in taken:
+            raise UsageError(
+                f"--out: {path} is {taken[path.resolve()]}, which calibrate would overwrite; "
+                f"expected a directory whose {name} is not among FILES"
+            )
+        taken[path.resolve()] = f"where --out writes {name}"
+    if model is not None and model.resolve() in taken:
+        raise UsageError(
+            f"--model-out: {model} is {taken[model.resolve()]}; expected a file of its own for "
+            "the model, such as my_model.json"
+        )
+
+
 _SHORT = ("group", "rows", "refusal acc", "kappa", "harm acc", "kappa", "over-refusal pred / label")
 _INTERVAL = re.compile(r" \[[^\]]*\]$")
 
 
-def _print_table(rows: list[list[str]]) -> None:
-    """The headline, compact: file names without their folders, no intervals (see the .md)."""
+def _print_table(rows: list[list[str]], summary: dict[str, Any]) -> None:
+    """The headline, compact: short file names (``distinct_names``), no intervals (see the .md).
+
+    The rows without a source or model are shown in italics, apart from a source named
+    "(none)".
+    """
     from rich.table import Table
     from rich.text import Text
 
+    from faultline._util.files import distinct_names
+
+    files = [f["path"] for f in summary["files"]]
+    short = dict(zip(files, distinct_names(files), strict=True))
     table = Table(show_edge=False, pad_edge=False)
     for name in _SHORT:
         table.add_column(Text(name), overflow="fold")
-    for row in rows[1:]:
-        by, _, name = row[0].partition(": ")
-        group = f"{by}: {Path(name).name}" if by == "file" else row[0]
-        cells = [group, *(_INTERVAL.sub("", cell) for cell in row[1:])]
-        table.add_row(*(shown(cell) for cell in cells))  # names come from the data
+    for row, group in zip(rows[1:], summary["groups"], strict=True):
+        by, name = group["by"], group["name"]
+        if by == "all":
+            first = shown(row[0])
+        elif name is None:
+            first = Text.assemble(f"{by}: ", (row[0].partition(": ")[2], "italic"))
+        else:
+            first = shown(f"{by}: {short[name] if by == 'file' else name}")
+        cells = [_INTERVAL.sub("", cell) for cell in row[1:]]
+        table.add_row(first, *(shown(cell) for cell in cells))  # names come from the data
     out.print(table)

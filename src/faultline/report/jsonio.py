@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from faultline._util.files import atomic_writer, sha256_file
+from faultline._util.files import TOO_DEEP, atomic_writer, sha256_file
 from faultline.errors import InputError
 from faultline.report.model import CaseLines, Report
 from faultline.report.shape import ReportShape
@@ -140,6 +140,8 @@ def decode_report_file(path: str | Path, decoder: msgspec.json.Decoder[T]) -> tu
         raise InputError(f"not a faultline report.json: {message}", path=p, field=field) from None
     except msgspec.DecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", path=p) from None
+    except RecursionError:
+        raise InputError(TOO_DEEP, path=p) from None
     version = getattr(value, "schema_version", None)
     if version not in READABLE_VERSIONS:
         raise InputError(
@@ -206,5 +208,8 @@ def read_report(path: str | Path) -> dict[str, Any]:
                 path=p,
                 field=field,
             )
-    data: dict[str, Any] = msgspec.json.decode(p.read_bytes())
+    try:
+        data: dict[str, Any] = msgspec.json.decode(p.read_bytes())
+    except RecursionError:  # the shape skips fields it does not read; this reads them all
+        raise InputError(TOO_DEEP, path=p) from None
     return data

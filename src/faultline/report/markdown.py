@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from faultline._util.text import excerpt, visible
+from faultline.report.mismatches import scorer_mismatches
 
-__all__ = ["escape_md", "mi_reading", "render_markdown"]
+__all__ = ["escape_md", "mi_reading", "named_md", "render_markdown"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~^$&])")
 _LINKISH = re.compile(r"(?i)(://|www\.|@)")
@@ -48,6 +49,11 @@ def _ci(interval: Sequence[float] | None) -> str:
     return "" if not interval else f" (95% CI {100 * interval[0]:.1f}–{100 * interval[1]:.1f}%)"
 
 
+def _fraction_ci(interval: Sequence[float] | None) -> str:
+    """An interval of a fraction, as calibration.md writes it: `` [0.439, 1.000]``."""
+    return "" if not interval else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -80,7 +86,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
 _HEX = re.compile(r"[0-9a-f]{1,64}")
 
 
-def _named(part: Mapping[str, Any] | None) -> str:
+def named_md(part: Mapping[str, Any] | None) -> str:
     """``name version (sha256 abc…)``, or ``not recorded``."""
     if not part or part.get("name") is None:
         return "not recorded"
@@ -105,13 +111,20 @@ def _meta(report: Mapping[str, Any]) -> list[str]:
         f"Run `{run['id']}` created {run['created_at']} by faultline {report['tool']['version']}.",
         "",
         f"- Target: {'not recorded' if spec is None else escape_md(str(spec), 120)}",
-        f"- Probe set: {_named(run.get('probe_set'))}",
-        f"- Rules: {_named(run.get('rules'))}",
-        f"- Learned signal: {_named(run.get('learned')) if run.get('learned') else 'off (rules only)'}",
+        f"- Probe set: {named_md(run.get('probe_set'))}",
+        f"- Rules: {named_md(run.get('rules'))}",
+        f"- Learned signal: {named_md(run.get('learned')) if run.get('learned') else 'off (rules only)'}",
         f"- A case passes when risk < {cfg['pass_threshold']:g}; severity weights: {weights}; seed {cfg['seed']}.",
         *_execution(run.get("execution")),
         "",
+        *_warnings(run, "learned"),
     ]
+
+
+def _warnings(run: Mapping[str, Any], about: str) -> list[str]:
+    """The warnings of :func:`scorer_mismatches` that belong where ``about`` says, each a paragraph."""
+    found = [m for m in scorer_mismatches(run, named_md) if m.about == about]
+    return [line for m in found for line in (f"Warning: {m.text}.", "")]
 
 
 def _execution(ex: Mapping[str, Any] | None) -> list[str]:
@@ -367,11 +380,10 @@ def _calibration(report: Mapping[str, Any]) -> list[str]:
                 str(count),
                 "not measured"
                 if r is None
-                else f"{_num(r['precision'])}{_ci(r.get('precision_ci95'))}",
+                else f"{_num(r['precision'])}{_fraction_ci(r.get('precision_ci95'))}",
                 "–" if r is None else escape_md(str(r["fired"]), 20),
             )
         )
-    scorer = cal.get("scorer") or {}
     lines = [
         "## Rule precision (calibration)",
         "",
@@ -380,14 +392,7 @@ def _calibration(report: Mapping[str, Any]) -> list[str]:
         "how often each rule that matched in this run agreed with the human labels when it fired.",
         "",
     ]
-    calibrated = (scorer.get("rules") or {}).get("sha256")
-    in_use = (run.get("rules") or {}).get("sha256")
-    if calibrated != in_use:
-        lines += [
-            f"Warning: calibrated with rules {_named(scorer.get('rules'))}, but this run used "
-            f"{_named(run.get('rules'))}; the figures may not hold.",
-            "",
-        ]
+    lines += _warnings(run, "calibration")
     header = ["Rule", "Kind", "Cases here", "Precision [95% CI]", "Fired in calibration"]
     return lines + _table(header, rows)
 

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from faultline._util.files import malformed_line, open_for_reading
+from faultline._util.files import TOO_DEEP, malformed_line, open_for_reading
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import InputError, ResponseError
 from faultline.responses.model import Response
@@ -201,7 +201,7 @@ def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:
     """
     try:
         records = _DECODER.decode_lines(chunk)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         records = None
     if records is not None:
         simple = chunk[:1] not in _SPACE_STARTS and _BLANK_LINE.search(chunk) is None
@@ -245,6 +245,8 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
         raise _explain_invalid(raw, str(exc), path, line) from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise malformed_line(raw, exc, ResponseError, path, line) from None
+    except RecursionError:
+        raise ResponseError(TOO_DEEP, path=path, line=line) from None
     _check_record(record, path, line)
     return record
 
@@ -254,6 +256,8 @@ def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> Respons
         obj: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):
         obj = None
+    except RecursionError:
+        return ResponseError(TOO_DEEP, path=path, line=line)
     if not isinstance(obj, dict):
         return ResponseError(
             f"got {describe_value(obj)}, expected a JSON object with probe_id and response",

@@ -414,7 +414,7 @@ def scan_piece(piece: Piece) -> tuple[set[str | None], int] | None:
     if piece.data is not None:
         try:
             records = _MODELS.decode_lines(piece.data)
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
             return None
         return {r.model for r in records}, len(records)
     from faultline.responses import _parquet

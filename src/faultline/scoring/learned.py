@@ -21,8 +21,9 @@ checks this); the phrases that weigh most in a verdict are located in the respon
 as its evidence.
 
 The model file (format ``faultline-linear/1``) is plain JSON: no pickle, no code. It records
-the rule pack it was trained with, the data (files, row counts, and hashed prompt groups, so
-calibration can tell which rows the model has seen) and its out-of-fold agreement.
+the rule pack it was trained with, the data (files, row counts, and the hashed prompt groups
+and prompts, so calibration can tell which rows the model has seen) and its out-of-fold
+agreement.
 ``faultline calibrate --train`` writes a new one (docs/calibration.md).
 """
 
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 import re2
 
-from faultline._util.files import read_text_file, sha256_bytes
+from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
 from faultline._util.text import describe_value
 from faultline.errors import InputError
 from faultline.scoring.matcher import SetMatch, Span, compile_set, re2_options, span_finder
@@ -117,7 +118,8 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
         refusal: The refusal head.
         harm: The harm head.
         trained: How it was trained: files, rows, folds, parameters, hashed prompt groups
-            (``groups``) and out-of-fold agreement (``measures``).
+            (``groups``), hashed normalised prompts (``prompts``; older model files lack
+            it) and out-of-fold agreement (``measures``).
     """
 
     format: str
@@ -131,7 +133,10 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
 
 def group_fingerprint(key: str) -> str:
-    """The hashed form of a prompt group key, as stored in ``trained.groups``."""
+    """The hashed form of a prompt group key or a normalised prompt.
+
+    As stored in ``trained.groups`` and ``trained.prompts``.
+    """
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -335,10 +340,26 @@ class LearnedModel:
         self.refusal = CompiledHead(spec.refusal, REFUSAL_FEATURES)
         self.harm = CompiledHead(spec.harm, HARM_FEATURES)
         self.groups = frozenset(spec.trained.get("groups", ()))
+        self.prompts = frozenset(spec.trained.get("prompts", ()))
 
-    def identity(self) -> dict[str, str]:
-        """Name, version and sha256, as a report records them."""
-        return {"name": self.name, "version": self.version, "sha256": self.sha256}
+    def trained_on(self, *keys: str) -> bool:
+        """Whether the model was trained on rows with any of these normalised keys.
+
+        A key is a row's prompt group key or its normalised prompt; either matching a
+        recorded prompt group or a recorded prompt counts (a model file without
+        ``trained.prompts`` records the groups alone, whose key was often the prompt).
+        """
+        seen = self.groups | self.prompts
+        return any(group_fingerprint(key) in seen for key in keys)
+
+    def identity(self) -> dict[str, Any]:
+        """Name, version, sha256 and the rule pack it was trained with, as a report records them."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "sha256": self.sha256,
+            "rules": dict(self.spec.rules),
+        }
 
     def harm_logit(self, text: str, rules_logit: float) -> tuple[float, list[int]]:
         """The harm head's log-odds for a response, and the phrases it found."""
@@ -398,6 +419,8 @@ def parse_model(data: bytes, source: str) -> ModelSpec:
         ) from None
     except msgspec.DecodeError as exc:
         raise LearnedError(f"not valid JSON ({exc})", path=source) from None
+    except RecursionError:
+        raise LearnedError(TOO_DEEP, path=source) from None
     if spec.format != FORMAT:
         raise LearnedError(f"got {spec.format!r}, expected {FORMAT!r}", path=source, field="format")
     for key in ("name", "version", "sha256"):
@@ -410,14 +433,15 @@ def parse_model(data: bytes, source: str) -> ModelSpec:
 
 
 def _check_trained(trained: dict[str, Any], source: str) -> None:
-    """The parts of ``trained`` that faultline reads: the prompt groups and the recipe."""
-    groups = trained.get("groups", [])
-    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise LearnedError(
-            f"got {describe_value(groups)}, expected a list of hashed prompt groups (strings)",
-            path=source,
-            field="trained.groups",
-        )
+    """The parts of ``trained`` that faultline reads: the prompt groups, prompts and recipe."""
+    for field, what in (("groups", "prompt groups"), ("prompts", "prompts")):
+        found = trained.get(field, [])
+        if not isinstance(found, list) or not all(isinstance(g, str) for g in found):
+            raise LearnedError(
+                f"got {describe_value(found)}, expected a list of hashed {what} (strings)",
+                path=source,
+                field=f"trained.{field}",
+            )
     params = trained.get("params", {})
     if not isinstance(params, dict):
         raise LearnedError(
