@@ -278,6 +278,35 @@ def test_a_capped_page_shows_a_seeded_stratified_sample_and_the_worst_cases(
     assert "Showing" not in render_html(report)
 
 
+def test_the_geometry_text_says_a_capped_page_plots_its_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes = [
+        {"id": f"p{i}", "category": f"cat{i % 2}", "severity": "high", "task": f"Task {i}.",
+         "input": f"Tell me about thing {i}."}
+        for i in range(30)
+    ]  # fmt: skip
+    answers = [{"probe_id": f"p{i}", "response": "I can't help with that."} for i in range(30)]
+    write_jsonl(tmp_path / "p.jsonl", probes)
+    write_jsonl(tmp_path / "r.jsonl", answers)
+    faultline.score_files(tmp_path / "p.jsonl", tmp_path / "r.jsonl", tmp_path / "out", **FIXED)
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+
+    def geometry_text() -> str:
+        doc = lxml.html.document_fromstring(render_html(report))
+        (section,) = doc.xpath('//section[@id="geometry"]/p[1]')
+        return " ".join(section.text_content().split())
+
+    assert "Each point is a case; click one to open it." in geometry_text()
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 4)
+    shown = len(payload_of(render_html(report))["cases"])
+    assert shown < 30
+    text = geometry_text()
+    assert text.startswith("30 scored cases")
+    assert "Each point is a case;" not in text
+    assert f"Each point is a scored case of the sample of {shown} of 30 cases" in text
+
+
 def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(
     tmp_path: Path, small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

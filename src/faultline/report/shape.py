@@ -81,6 +81,7 @@ class _Counts(msgspec.Struct):
     passed: int
     failed: int
     errors: int
+    categories: list[str]
 
 
 class _Overall(msgspec.Struct):
