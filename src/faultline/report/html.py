@@ -81,6 +81,9 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
         "cases": [_view(c) for c in cases],
         "total_cases": total,
         "clusters": [c["id"] for c in (data.get("observability") or {}).get("clusters", [])],
+        # The category filter's options are numbered: a category's text may hold characters
+        # an option's value cannot (control characters shown as escapes, a CR, runs of spaces).
+        "categories": data["aggregate_metrics"]["counts"]["categories"],
     }
     obs = data.get("observability")
     template = template_environment().get_template("report.html.j2")

@@ -84,14 +84,21 @@
     return document.getElementById(id);
   });
   var keys = ["st", "c", "s", "cl"];
+  /* A category option's value is its index in data.categories: the raw text is compared. */
+  var named = [null, data.categories, null, null];
   var search = document.getElementById("search");
 
+  function wanted(i) {
+    var value = filters[i].value;
+    if (value === "" || !named[i]) return value;
+    return named[i][Number(value)];
+  }
   function applyFilters() {
     var q = search.value.trim().toLowerCase();
+    var wants = filters.map(function (f, i) { return wanted(i); });
     state.rows = cases.filter(function (c) {
       for (var i = 0; i < filters.length; i++) {
-        var want = filters[i].value;
-        if (want !== "" && String(c[keys[i]]) !== want) return false;
+        if (wants[i] !== "" && String(c[keys[i]]) !== wants[i]) return false;
       }
       if (!q) return true;
       return [c.id, c.p, c.c, c.t, c.in, c.out, c.ex].some(function (s) {
