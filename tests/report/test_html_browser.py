@@ -490,6 +490,38 @@ def test_the_category_filter_finds_the_cases_of_every_category(
     assert not opened.problems
 
 
+def test_long_unbroken_strings_wrap_and_the_page_is_no_wider_than_the_window(
+    open_page: Callable[..., Opened], odd_report: tuple[Path, dict[str, Any]]
+) -> None:
+    path, report = odd_report
+    page = open_page(path).page
+    width = VIEWPORT["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    overflowing = page.evaluate(
+        """() => Array.from(document.querySelectorAll('section, table, select, .two > div'))
+             .filter(e => e.scrollWidth > e.clientWidth + 1 ||
+                          e.getBoundingClientRect().right > document.documentElement.clientWidth)
+             .map(e => e.tagName + '#' + (e.id || e.closest('section').id))"""
+    )
+    assert overflowing == []
+    page.locator("#colour-by").select_option("c")  # the legend names each category
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+    long_case = next(c for c in report["cases"] if c["category"] == "X" * 300)
+    page.evaluate("id => window.faultlineOpenCase(id)", long_case["case_id"])
+    sizes = page.evaluate(
+        """() => {
+          const size = id => { const e = document.getElementById(id);
+                               return [e.scrollWidth, e.clientWidth]; };
+          return {dialog: size('case-view'), title: size('cv-title'), task: size('cv-task'),
+                  meta: size('cv-meta'), response: size('cv-response')};
+        }"""
+    )
+    for name, (scroll, client) in sizes.items():
+        assert scroll <= client, (name, scroll, client)
+    assert _case_view(page)["task"] == long_case["task"]  # wrapped, not cut
+
+
 # ---- hostile text ------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@
   var byId = {};
   cases.forEach(function (c) { byId[c.id] = c; });
   var PAGE = 100;
+  var ID_NOWRAP = 32; /* case ids up to this long stay on one line; longer ones wrap */
   var state = { sortKey: null, sortDir: 1, page: 0, rows: cases.slice() };
 
   /* Control characters shown as escapes, as faultline._util.text.visible does on the server:
@@ -127,14 +128,14 @@
     state.rows.slice(state.page * PAGE, (state.page + 1) * PAGE).forEach(function (c) {
       var tr = el("tr");
       tr.dataset.case = c.id;
-      tr.appendChild(el("td", c.id));
+      tr.appendChild(el("td", c.id, c.id.length <= ID_NOWRAP ? "id" : null));
       tr.appendChild(el("td", c.c));
       tr.appendChild(el("td", c.s));
       tr.appendChild(el("td", c.st, "status-" + c.st));
       tr.appendChild(el("td", fmt(c.r), "n"));
       tr.appendChild(el("td", fmt(c.w), "n"));
       tr.appendChild(el("td", c.cl === null || c.cl === undefined ? "–" : c.cl, "n"));
-      tr.appendChild(el("td", c.ex.length > 180 ? c.ex.slice(0, 180) + "…" : c.ex));
+      tr.appendChild(el("td", c.ex.length > 180 ? c.ex.slice(0, 180) + "…" : c.ex, "text"));
       frag.appendChild(tr);
     });
     tbody.replaceChildren(frag);
