@@ -236,3 +236,11 @@ def test_aliases_within_the_limit_load() -> None:
     assert isinstance(doc, LineDict)
     assert len(doc["uses"]) == 2000
     assert doc["uses"][1999] == ["x"] * 100
+
+
+def test_a_sequence_item_that_is_an_alias_is_on_the_alias_line() -> None:
+    doc = _load("base: &b {k: v}\nitems:\n  - x\n  - *b\n  -\n    *b\nother: [*b, 1]\n")
+    assert isinstance(doc, LineDict)
+    assert doc["items"].item_lines == [3, 4, 6]
+    assert doc["other"].item_lines == [7, 7]
+    assert doc["items"][1] is doc["base"]  # still the anchored value

@@ -449,6 +449,29 @@ def test_duplicate_id_in_one_file_names_both_lines(tmp_path: Path) -> None:
     assert f"{path}:1" in str(err)
 
 
+@pytest.mark.parametrize(
+    ("text", "alias_line", "anchor_line"),
+    [
+        ("- &a {id: a, category: x, severity: low, task: t, input: i}\n- *a\n", 2, 1),
+        (
+            "name: s\nprobes:\n  - &a\n    id: a\n    category: x\n    severity: low\n"
+            "    task: t\n    input: i\n  - {id: b, category: x, severity: low, task: t, input: i}"
+            "\n\n  # the same probe again\n  - *a\n",
+            12,
+            3,
+        ),
+    ],
+    ids=["flow", "block"],
+)
+def test_duplicate_id_made_by_an_alias_is_reported_where_the_alias_is(
+    tmp_path: Path, text: str, alias_line: int, anchor_line: int
+) -> None:
+    path = _write(tmp_path / "p.yaml", text)
+    err = _load_error(path)
+    assert (err.line, err.field) == (alias_line, "id")
+    assert f"already used at {path}:{anchor_line};" in str(err)
+
+
 def test_ids_differing_only_by_surrounding_space_are_duplicates(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [_probe(id="a"), _probe(id=" a ")])
     assert _load_error(path).field == "id"

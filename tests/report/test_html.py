@@ -278,6 +278,35 @@ def test_a_capped_page_shows_a_seeded_stratified_sample_and_the_worst_cases(
     assert "Showing" not in render_html(report)
 
 
+def test_the_geometry_text_says_a_capped_page_plots_its_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes = [
+        {"id": f"p{i}", "category": f"cat{i % 2}", "severity": "high", "task": f"Task {i}.",
+         "input": f"Tell me about thing {i}."}
+        for i in range(30)
+    ]  # fmt: skip
+    answers = [{"probe_id": f"p{i}", "response": "I can't help with that."} for i in range(30)]
+    write_jsonl(tmp_path / "p.jsonl", probes)
+    write_jsonl(tmp_path / "r.jsonl", answers)
+    faultline.score_files(tmp_path / "p.jsonl", tmp_path / "r.jsonl", tmp_path / "out", **FIXED)
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+
+    def geometry_text() -> str:
+        doc = lxml.html.document_fromstring(render_html(report))
+        (section,) = doc.xpath('//section[@id="geometry"]/p[1]')
+        return " ".join(section.text_content().split())
+
+    assert "Each point is a case; click one to open it." in geometry_text()
+    monkeypatch.setattr(report_html, "MAX_HTML_CASES", 4)
+    shown = len(payload_of(render_html(report))["cases"])
+    assert shown < 30
+    text = geometry_text()
+    assert text.startswith("30 scored cases")
+    assert "Each point is a case;" not in text
+    assert f"Each point is a scored case of the sample of {shown} of 30 cases" in text
+
+
 def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(
     tmp_path: Path, small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -398,6 +427,34 @@ def _damaged(data: dict[str, Any], change: str) -> None:
         del data["cases"][2]["explanation"]
     elif change == "status maybe":
         data["cases"][3]["status"] = "maybe"
+    else:  # the fields the views format, index or look up (docs/report-format.md)
+        _damage_read_field(data, change)
+
+
+def _damage_read_field(data: dict[str, Any], change: str) -> None:
+    m, obs = data["aggregate_metrics"], data["observability"]
+    if change == "normalised MI null":
+        obs["normalized_mutual_information"]["category"] = None
+    elif change == "MI null":
+        obs["mutual_information"]["severity"] = None
+    elif change == "dominant category null":
+        obs["clusters"][0]["dominant_category"] = None
+    elif change == "a cluster without risk_mean":
+        del obs["clusters"][0]["risk_mean"]
+    elif change == "embedding empty":
+        obs["embedding"] = {}
+    elif change == "by_category empty":
+        m["by_category"] = {}
+    elif change == "risk_score empty":
+        m["overall"]["risk_score"] = {}
+    elif change == "a model without counts":
+        m["by_model"] = {"m": {}}
+    elif change == "pass_rate_ci95 one number":
+        m["overall"]["pass_rate_ci95"] = [0.5]
+    elif change == "target.models a number":
+        data["run"]["target"]["models"] = 7
+    elif change == "a response a number":
+        data["cases"][0]["response"] = 7
 
 
 @pytest.mark.parametrize(
@@ -415,6 +472,35 @@ def _damaged(data: dict[str, Any], change: str) -> None:
             "a case without explanation",
             ["field 'cases[2]'", "missing required field `explanation`"],
         ),
+        (
+            "normalised MI null",
+            ["field 'observability.normalized_mutual_information.category'", "got `null`"],
+        ),
+        ("MI null", ["field 'observability.mutual_information.severity'", "got `null`"]),
+        (
+            "dominant category null",
+            ["field 'observability.clusters[0].dominant_category'", "got `null`"],
+        ),
+        (
+            "a cluster without risk_mean",
+            ["field 'observability.clusters[0]'", "missing required field `risk_mean`"],
+        ),
+        ("embedding empty", ["field 'observability.embedding'", "required field `method`"]),
+        (
+            "by_category empty",
+            ["field 'aggregate_metrics.category_ranking[0].category'", "by_category has no"],
+        ),
+        (
+            "risk_score empty",
+            ["field 'aggregate_metrics.overall.risk_score'", "required field `mean`"],
+        ),
+        ("a model without counts", ["field 'aggregate_metrics.by_model", "required field `n`"]),
+        (
+            "pass_rate_ci95 one number",
+            ["field 'aggregate_metrics.overall.pass_rate_ci95'", "length 2"],
+        ),
+        ("target.models a number", ["field 'run.target.models'", "got `int`"]),
+        ("a response a number", ["field 'cases[0].response'", "got `int`"]),
     ],
 )
 def test_faultline_report_checks_the_report_and_writes_nothing_when_it_is_damaged(

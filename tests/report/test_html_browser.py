@@ -426,6 +426,102 @@ def test_control_characters_are_shown_as_escapes_everywhere_on_the_page(
     assert not any(ch in body for ch in "\u202e\x1b\x00\u2066")
 
 
+# ---- unusual categories and long strings -------------------------------------------------
+
+ODD_CATEGORIES = [
+    "weapons",
+    "cyber\u202e",  # a right-to-left override: shown as an escape
+    "cyber\nattacks",
+    "cyber\r\nattacks",
+    "cr\ronly",
+    "a  b",  # an option's text collapses the two spaces
+    "tab\tcat",
+    "\ufeffbom_cat",  # a BOM, as CSV imports keep it
+    "X" * 300,
+]
+
+
+@pytest.fixture(scope="module")
+def odd_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One case per odd category; long unbroken ids, models, tasks, answers and failure modes."""
+    root = tmp_path_factory.mktemp("odd")
+    probes, answers = [], []
+    for i, category in enumerate(ODD_CATEGORIES):
+        probe_id = "P" * 250 + str(i) if category.startswith("X") else f"p{i}"
+        probes.append(
+            {
+                "id": probe_id,
+                "category": category,
+                "severity": "high",
+                "task": "Task " + "T" * 400,
+                "input": f"input {i}",
+                "failure_modes": ["M" * 200],
+            }
+        )
+        answer = "Sure! Step 1: get a pipe " + "Z" * 300 if i == 0 else "I can't help with that."
+        answers.append(
+            {"probe_id": probe_id, "model": "m" * 200 if i % 2 else "short", "response": answer}
+        )
+    write_jsonl(root / "p.jsonl", probes)
+    write_jsonl(root / "r.jsonl", answers)
+    faultline.score_files(root / "p.jsonl", root / "r.jsonl", root / "out", **FIXED)
+    report = json.loads((root / "out" / "report.json").read_text(encoding="utf-8"))
+    return root / "out" / "report.html", report
+
+
+def test_the_category_filter_finds_the_cases_of_every_category(
+    open_page: Callable[..., Opened], odd_report: tuple[Path, dict[str, Any]]
+) -> None:
+    path, report = odd_report
+    opened = open_page(path)
+    page, n = opened.page, len(ODD_CATEGORIES)
+    categories = report["aggregate_metrics"]["counts"]["categories"]
+    assert sorted(categories) == sorted(ODD_CATEGORIES)
+    for i, category in enumerate(categories):
+        page.locator("#f-category").select_option(index=i + 1)  # after "any category"
+        assert page.locator("#count").text_content() == f"1 of {n} cases", repr(category)
+        (case,) = [c for c in report["cases"] if c["category"] == category]
+        assert _row_ids(page) == [case["case_id"]]
+    labels = page.eval_on_selector_all("#f-category option", "os => os.map(o => o.textContent)")
+    as_parsed = [visible(c).replace("\r\n", "\n").replace("\r", "\n") for c in categories]
+    assert labels[1:] == as_parsed  # shown as the tables show them
+    page.locator("#f-category").select_option(value="")
+    assert page.locator("#count").text_content() == f"{n} of {n} cases"
+    assert not opened.problems
+
+
+def test_long_unbroken_strings_wrap_and_the_page_is_no_wider_than_the_window(
+    open_page: Callable[..., Opened], odd_report: tuple[Path, dict[str, Any]]
+) -> None:
+    path, report = odd_report
+    page = open_page(path).page
+    width = VIEWPORT["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    overflowing = page.evaluate(
+        """() => Array.from(document.querySelectorAll('section, table, select, .two > div'))
+             .filter(e => e.scrollWidth > e.clientWidth + 1 ||
+                          e.getBoundingClientRect().right > document.documentElement.clientWidth)
+             .map(e => e.tagName + '#' + (e.id || e.closest('section').id))"""
+    )
+    assert overflowing == []
+    page.locator("#colour-by").select_option("c")  # the legend names each category
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+    long_case = next(c for c in report["cases"] if c["category"] == "X" * 300)
+    page.evaluate("id => window.faultlineOpenCase(id)", long_case["case_id"])
+    sizes = page.evaluate(
+        """() => {
+          const size = id => { const e = document.getElementById(id);
+                               return [e.scrollWidth, e.clientWidth]; };
+          return {dialog: size('case-view'), title: size('cv-title'), task: size('cv-task'),
+                  meta: size('cv-meta'), response: size('cv-response')};
+        }"""
+    )
+    for name, (scroll, client) in sizes.items():
+        assert scroll <= client, (name, scroll, client)
+    assert _case_view(page)["task"] == long_case["task"]  # wrapped, not cut
+
+
 # ---- hostile text ------------------------------------------------------------------------
 
 

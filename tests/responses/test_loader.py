@@ -285,6 +285,56 @@ def test_bad_record_names_file_line_and_field(
         assert word in str(err)
 
 
+# Numbers no float can hold: the line is a JSON object, the field is what is wrong.
+OUT_OF_RANGE = [
+    (
+        b'{"probe_id": "b", "response": "x", "sample": 1e400}',
+        "sample",
+        ["got a number (1e400)", "expected a whole number from 0 to 9223372036854775807"],
+    ),
+    (
+        b'{"probe_id": "b", "response": -1e400}',
+        "response",
+        ["got a number (-1e400)", "expected a string"],
+    ),
+    (
+        b'{"probe_id": "b", "response": "x", "model": 1E+999}',
+        "model",
+        ["got a number (1E+999)", "expected a string or null"],
+    ),
+    (
+        b'{"probe_id": "b", "response": "x", "usage": {"input_tokens": 1e400, "output_tokens": 1}}',
+        "usage",
+        ["input_tokens is a number (1e400)", "whole numbers"],
+    ),
+    (
+        b'{"probe_id": "b", "error": {"message": "x", "detail": [1, 2e308]}}',
+        "error",
+        ["a number out of range (2e308)", "expected a string or an object"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("raw", "field", "words"), OUT_OF_RANGE)
+def test_a_number_out_of_range_names_its_field(
+    tmp_path: Path, raw: bytes, field: str, words: list[str]
+) -> None:
+    data = _line({"probe_id": "a", "response": "x"}) + raw + b"\n"
+    err = _load_error(_write(tmp_path / "r.jsonl", data))
+    assert (err.line, err.field) == (2, field)
+    assert "expected a JSON object" not in str(err)
+    for word in words:
+        assert word in str(err)
+
+
+def test_a_number_out_of_range_in_a_field_faultline_does_not_read_is_ignored(
+    tmp_path: Path,
+) -> None:
+    data = b'{"probe_id": "a", "response": "x", "latency": 1e400}\n'
+    (record,) = load_responses(_write(tmp_path / "r.jsonl", data))
+    assert record.probe_id == "a"
+
+
 @pytest.mark.parametrize(
     "deep",
     [

@@ -80,11 +80,14 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
-def _check_expansion(root: yaml.Node) -> None:
+def _check_expansion(root: yaml.Node) -> bool:
     """Refuse a document whose aliases expand it by more than :data:`ALIAS_EXPANSION_LIMIT`.
 
     Each node's size counts an alias as a copy of its anchored value; the sizes are found
     once per node, so the check is linear in the document, not in its expansion.
+
+    Returns:
+        Whether the document uses an alias at all.
     """
     sizes: dict[int, int] = {}
     entered: set[int] = set()
@@ -97,8 +100,9 @@ def _check_expansion(root: yaml.Node) -> None:
             entered.add(id(node))
             stack.append((node, True))
             stack.extend((c, False) for c in _children(node) if id(c) not in entered)
-    if sizes[id(root)] - len(sizes) <= ALIAS_EXPANSION_LIMIT:
-        return
+    expansion = sizes[id(root)] - len(sizes)
+    if expansion <= ALIAS_EXPANSION_LIMIT:
+        return expansion > 0
     node = root  # follow the largest expansion down, to the smallest node that is too big
     while (heavy := max(_children(node), key=lambda c: sizes.get(id(c), 1), default=None)) and (
         sizes.get(id(heavy), 1) > ALIAS_EXPANSION_LIMIT
@@ -118,8 +122,15 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
         for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
     }
 
+    source = ""
+    """The YAML text, set by :func:`load_yaml`: read again for the lines of aliases."""
+    item_lines: dict[tuple[int, int], list[int]]
+    """Where each item of each sequence is written, when the document uses aliases."""
+
     def construct_document(self, node: yaml.Node) -> Any:
-        _check_expansion(node)
+        # An alias is the node it names, whose marks are the anchor's: the lines where each
+        # sequence item is written (an alias's own line) come from the events.
+        self.item_lines = _item_lines(self.source) if _check_expansion(node) else {}
         return super().construct_document(node)
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
@@ -160,8 +171,35 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
     def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:  # noqa: ARG002
         result = LineList(self.construct_object(child, deep=True) for child in node.value)
         result.line = node.start_mark.line + 1
-        result.item_lines = [child.start_mark.line + 1 for child in node.value]
+        written = self.item_lines.get((node.start_mark.line, node.start_mark.column))
+        result.item_lines = written or [child.start_mark.line + 1 for child in node.value]
         return result
+
+
+_ITEM_STARTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)
+
+
+def _item_lines(text: str) -> dict[tuple[int, int], list[int]]:
+    """For each sequence, by the (line, column) where it starts: the line of each item.
+
+    An item that is an alias (``- *a``) is on the alias's line, not its anchor's.
+    """
+    out: dict[tuple[int, int], list[int]] = {}
+    open_items: list[list[int] | None] = []  # per open collection: a sequence's item lines
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        mark = event.start_mark  # the parser marks every event
+        at = (-1, -1) if mark is None else (mark.line, mark.column)
+        if isinstance(event, _ITEM_STARTS) and open_items and open_items[-1] is not None:
+            open_items[-1].append(at[0] + 1)
+        if isinstance(event, yaml.SequenceStartEvent):
+            lines: list[int] = []
+            out[at] = lines
+            open_items.append(lines)
+        elif isinstance(event, yaml.MappingStartEvent):
+            open_items.append(None)
+        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            open_items.pop()
+    return out
 
 
 def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
@@ -209,8 +247,10 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
             nests too deeply, or its aliases expand it by more than
             :data:`ALIAS_EXPANSION_LIMIT` values.
     """
+    loader = _LineLoader(text)
+    loader.source = text
     try:
-        return yaml.load(text, Loader=_LineLoader)
+        return loader.get_single_data()
     except _DuplicateKeyError as exc:
         raise error(
             f"key '{exc.key}' appears twice in one mapping; keep one",
@@ -229,3 +269,5 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
         raise error(f"not valid YAML: {' '.join(str(exc).split())}", path=path) from None
     except RecursionError:
         raise error("not valid YAML: nested too deeply", path=path) from None
+    finally:
+        loader.dispose()

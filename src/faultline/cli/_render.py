@@ -10,6 +10,7 @@ from rich.text import Text
 
 from faultline._util.text import visible
 from faultline.cli._console import err, out, shown
+from faultline.report.readings import LABELS, geometry_reading
 
 if TYPE_CHECKING:
     from faultline.pipeline import ScoreRun
@@ -55,7 +56,7 @@ def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:
     if len(models) > 1:
         _models(models)
     _categories(m)
-    _geometry(run.report.observability)
+    _geometry(run.report.observability, m)
     if run.unanswered:
         ids = ", ".join(run.unanswered[:5]) + (" …" if len(run.unanswered) > 5 else "")
         out.print(
@@ -118,16 +119,22 @@ def _categories(m: dict[str, Any]) -> None:
     out.print(shown("Riskiest categories: " + "; ".join(parts)))
 
 
-def _geometry(obs: dict[str, Any] | None) -> None:
+def _geometry(obs: dict[str, Any] | None, m: dict[str, Any]) -> None:
     if obs is None:
         out.print("Failure geometry: too few scored cases.")
         return
+    reading = geometry_reading(obs, m)
     nmi = obs["normalized_mutual_information"]
-    strongest = max(nmi, key=lambda k: nmi[k])
-    readings = ", ".join(f"{k.replace('_', '/')} {v:.2f}" for k, v in nmi.items())
+    readings = ", ".join(
+        f"{k.replace('_', '/')} {nmi[k]:.2f}"
+        if k in reading.applicable
+        else f"{k.replace('_', '/')} n/a"
+        for k in LABELS
+    )
     out.print(
-        f"Failure geometry: {obs['n_clusters']} clusters over {obs['n_cases']:,} cases; they align most "
-        f"with [bold]{strongest.replace('_', '/')}[/] (normalised MI: {readings})."
+        f"Failure geometry: {reading.clusters()} over {obs['n_cases']:,} cases. "
+        + reading.conclusion(lambda name: f"[bold]{name}[/]")
+        + (f" (normalised MI: {readings})" if reading.applicable else "")
     )
     table = Table(show_edge=False, pad_edge=False)
     for name in ("cluster", "size", "fail rate", "dominant category", "top terms"):

@@ -20,7 +20,7 @@ from faultline.cli._render import render_run
     show_default=True,
     metavar="DIR",
     type=click.Path(file_okay=False),
-    help="Directory for report.json and report.md.",
+    help="Directory for report.json, report.md and report.html.",
 )
 @click.option(
     "--seed", type=SEED, default=0, show_default=True, help="Seed of the failure geometry."

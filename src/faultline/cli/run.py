@@ -49,7 +49,7 @@ def _target_options(func: Any) -> Any:
             required=True,
             metavar="DIR",
             type=click.Path(file_okay=False),
-            help="The run directory: journal, responses.jsonl, report.json, report.md.",
+            help="The run directory: journal, responses.jsonl, report.json, report.md, report.html.",
         ),
         click.option(
             "--base-url",

@@ -35,7 +35,7 @@ from faultline.cli._render import render_gates, render_run
     required=True,
     metavar="DIR",
     type=click.Path(file_okay=False),
-    help="Directory for report.json and report.md (created if missing).",
+    help="Directory for report.json, report.md and report.html (created if missing).",
 )
 @click.option(
     "--transform",
@@ -107,10 +107,10 @@ def score_command(  # noqa: PLR0917 - click passes every option
     """Score recorded responses against a probe set and write the report.
 
     Every response is scored by the rules, with the evidence; the run's metrics and failure
-    geometry go to DIR/report.json (the source of truth) and DIR/report.md; --junit FILE
-    also writes JUnit XML for CI. --transform NAMES scores answers to the probes' attack
-    variants as well (docs/probes.md). Exit 1 when a --fail-on gate trips, 2 on bad input
-    (nothing is written then).
+    geometry go to DIR/report.json (the source of truth), DIR/report.md and DIR/report.html
+    (the interactive page); --junit FILE also writes JUnit XML for CI. --transform NAMES
+    scores answers to the probes' attack variants as well (docs/probes.md). Exit 1 when a
+    --fail-on gate trips, 2 on bad input (nothing is written then).
     """
     from faultline.calibration.attach import load_calibration
     from faultline.pipeline import score_files

@@ -29,7 +29,7 @@ def run_demo(
     """Score the built-in demo answers with the default rules and write the report.
 
     Args:
-        out: The directory for report.json and report.md (``None``: write nothing).
+        out: The directory for report.json, report.md and report.html (``None``: write nothing).
         seed: Seeds the failure geometry.
         workers: Worker processes for scoring (the demo is small enough for one).
         on_progress: Called with progress as the answers are scored.

@@ -1,7 +1,8 @@
 """Choose the number of clusters and fit KMeans on weighted points, deterministically.
 
 The rule (docs/metrics.md): try every k from 2 to ``k_max = min(max_clusters,
-floor(sqrt(n_cases / 2)), distinct points - 1)`` (at least 2); fit KMeans for each on a
+floor(sqrt(n_cases / 2)), distinct points - 1)`` (at least 2: two distinct points are
+always split; with one, every point is in cluster 0 and no k is tried); fit KMeans for each on a
 weighted sample of at most ``select_max`` points; keep the k with the highest silhouette on a
 seeded sample of at most ``silhouette_sample`` cases (ties go to the smaller k); fit the
 chosen k on at most ``fit_max`` points and assign every point to its nearest centre, a block

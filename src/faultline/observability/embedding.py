@@ -32,6 +32,8 @@ TOKEN_PATTERN = r"(?u)\b[^\W\d_][\w]+\b"
 """Words of two or more characters that start with a letter (numbers are left out)."""
 
 _HALF = 1.0 / math.sqrt(2.0)
+_RANK_TOL = 1e-10
+"""Singular values below this fraction of the largest are numerical noise (rank deficiency)."""
 
 
 class PairPoints:
@@ -215,14 +217,23 @@ class CaseEmbedding:
         return sp.csr_matrix(sp.diags(factor) @ blocks)
 
     def _svd(self, matrix: Any, wanted: int) -> NDArray[np.float64]:
+        """At most ``wanted`` right singular vectors of ``matrix``, as many as its rank.
+
+        ``min(rows, columns)`` components span every row, so distinct rows stay distinct
+        (two rows keep two dimensions); components whose singular value is numerically zero
+        are left out, so rows that are all the same give one dimension, not noise.
+        """
         from sklearn.decomposition import TruncatedSVD
 
-        k = min(wanted, matrix.shape[1] - 1, matrix.shape[0] - 1)
-        if k < 1:
+        if min(matrix.shape) < 2:
             return np.eye(1, matrix.shape[1])
+        k = min(wanted, *matrix.shape)
         svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=7, random_state=self.seed)
-        svd.fit(matrix)
-        components: NDArray[np.float64] = svd.components_
+        with np.errstate(divide="ignore", invalid="ignore"):  # explained_variance_ratio_ of a
+            svd.fit(matrix)  # matrix with no variance (every row the same) is 0/0; unused here
+        singular: NDArray[np.float64] = svd.singular_values_
+        rank = max(1, int(np.count_nonzero(singular > singular[0] * _RANK_TOL)))
+        components: NDArray[np.float64] = svd.components_[:rank]
         return components
 
     def _project(self, docs: CaseDocuments, components: NDArray[np.float64]) -> NDArray[np.float64]:

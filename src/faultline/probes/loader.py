@@ -142,7 +142,7 @@ def _read_yaml(path: Path) -> tuple[list[tuple[Probe, int]], Mapping[str, str] |
             raise ProbeError(
                 f"expected a probe mapping, got {describe_value(item)}", path=path, line=line
             )
-        out.append((_build_probe(item, path, item.line_of), item.line))
+        out.append((_build_probe(item, path, item.line_of), line))  # an alias: its own line
     return out, header
 
 

@@ -1,4 +1,4 @@
-"""``build_report``: cases in, report.json and report.md out."""
+"""``build_report``: cases in, report.json, report.md and report.html out."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def build_report(
 
     Args:
         cases: The run's cases (errors included), in the report's order.
-        out: A directory to write report.json and report.md into (created if missing).
+        out: A directory to write report.json, report.md and report.html into (created if missing).
         probe_set: The probe set, for its name and hash.
         rules: The rule pack, for its name, version and hash.
         config: The scoring configuration the cases were scored with.

@@ -34,8 +34,8 @@ import numpy as np
 
 from faultline._util.files import atomic_write_bytes
 from faultline._util.text import visible
-from faultline.report.markdown import mi_reading
 from faultline.report.model import CaseLines, Report
+from faultline.report.readings import LABELS, geometry_reading
 from faultline.report.sampling import StratifiedSampler
 
 __all__ = [
@@ -81,12 +81,18 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
         "cases": [_view(c) for c in cases],
         "total_cases": total,
         "clusters": [c["id"] for c in (data.get("observability") or {}).get("clusters", [])],
+        # The category filter's options are numbered: a category's text may hold characters
+        # an option's value cannot (control characters shown as escapes, a CR, runs of spaces).
+        "categories": data["aggregate_metrics"]["counts"]["categories"],
     }
+    obs = data.get("observability")
     template = template_environment().get_template("report.html.j2")
     page: str = template.render(
         report=data,
         m=data["aggregate_metrics"],
-        obs=data.get("observability"),
+        obs=obs,
+        geo=None if obs is None else geometry_reading(obs, data["aggregate_metrics"]),
+        labels=LABELS,
         shown=len(cases),
         total=total,
         data_json=embed_json(payload),
@@ -273,7 +279,6 @@ def template_environment() -> Any:
     )
     env.filters["pct"] = _pct
     env.filters["num"] = _num
-    env.globals["mi_reading"] = mi_reading
     return env
 
 

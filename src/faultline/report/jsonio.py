@@ -208,8 +208,22 @@ def read_report(path: str | Path) -> dict[str, Any]:
                 path=p,
                 field=field,
             )
+    _check_references(shape, p)
     try:
         data: dict[str, Any] = msgspec.json.decode(p.read_bytes())
     except RecursionError:  # the shape skips fields it does not read; this reads them all
         raise InputError(TOO_DEEP, path=p) from None
     return data
+
+
+def _check_references(shape: ReportShape, path: Path) -> None:
+    """Fields that name another part of the report: each must name one that is there."""
+    m = shape.aggregate_metrics
+    for i, ranked in enumerate(m.category_ranking):
+        if ranked.category not in m.by_category:
+            raise InputError(
+                f"not a faultline report.json: category {ranked.category!r} is ranked but "
+                "aggregate_metrics.by_category has no entry for it",
+                path=path,
+                field=f"aggregate_metrics.category_ranking[{i}].category",
+            )

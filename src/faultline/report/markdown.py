@@ -13,17 +13,12 @@ from typing import Any
 
 from faultline._util.text import excerpt, visible
 from faultline.report.mismatches import scorer_mismatches
+from faultline.report.readings import LABELS, geometry_reading
 
-__all__ = ["escape_md", "mi_reading", "named_md", "render_markdown"]
+__all__ = ["escape_md", "named_md", "render_markdown"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~^$&])")
 _LINKISH = re.compile(r"(?i)(://|www\.|@)")
-
-_MI_READING = {
-    "category": "the clusters follow threat category",
-    "severity": "the clusters follow severity",
-    "pass_fail": "the clusters separate passes from failures",
-}
 
 
 def escape_md(text: str, limit: int = 160) -> str:
@@ -79,7 +74,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _failure_modes(m)
     lines += _worst(report)
     lines += _calibration(report)
-    lines += _geometry(report.get("observability"))
+    lines += _geometry(report.get("observability"), m)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -397,32 +392,27 @@ def _calibration(report: Mapping[str, Any]) -> list[str]:
     return lines + _table(header, rows)
 
 
-def _geometry(obs: Mapping[str, Any] | None) -> list[str]:
+def _geometry(obs: Mapping[str, Any] | None, m: Mapping[str, Any]) -> list[str]:
     if obs is None:
         return ["## Failure geometry", "", "Too few scored cases for the failure geometry.", ""]
     mi, nmi = obs["mutual_information"], obs["normalized_mutual_information"]
+    reading = geometry_reading(obs, m)
+    chosen = " (k chosen by silhouette)" if reading.n_clusters > 1 else ""
     lines = [
         "## Failure geometry",
         "",
         f"{obs['n_cases']} scored cases, embedded with {obs['embedding']['method']} "
-        f"({obs['embedding']['dimensions']} dimensions) and grouped into {obs['n_clusters']} KMeans "
-        "clusters (k chosen by silhouette). Mutual information between the clusters and each label:",
+        f"({obs['embedding']['dimensions']} dimensions) and grouped into {reading.clusters('KMeans ')}"
+        f"{chosen}. Mutual information between the clusters and each label:",
         "",
     ]
     rows = [
-        (
-            name,
-            f"{mi[name]:.3f}",
-            f"{nmi[name]:.3f}",
-            mi_reading(name, nmi[name]),
-        )
-        for name in ("category", "severity", "pass_fail")
+        (name, f"{mi[name]:.3f}", f"{nmi[name]:.3f}", reading.readings[name]) for name in LABELS
     ]
     lines += _table(["Label", "MI (nats)", "Normalised", "Reading"], rows)
-    strongest = max(("category", "severity", "pass_fail"), key=lambda k: nmi[k])
     lines += [
-        f"The clusters align most with **{strongest.replace('_', '/')}**. These are exploratory "
-        "statistics, not evidence of causal structure.",
+        reading.conclusion(lambda name: f"**{name}**")
+        + " These are exploratory statistics, not evidence of causal structure.",
         "",
     ]
     cluster_rows = [
@@ -441,18 +431,3 @@ def _geometry(obs: Mapping[str, Any] | None) -> list[str]:
         cluster_rows,
     )
     return lines
-
-
-def mi_reading(label: str, nmi: float) -> str:
-    """A one-line reading of the normalised mutual information between clusters and a label."""
-    return _strength(nmi) + " " + _MI_READING[label]
-
-
-def _strength(nmi: float) -> str:
-    if nmi >= 0.5:
-        return "Strongly:"
-    if nmi >= 0.2:
-        return "Partly:"
-    if nmi >= 0.05:
-        return "Weakly:"
-    return "Hardly:"

@@ -96,7 +96,8 @@ class StratifiedSampler:
         """Consider rows: their global row numbers, stratum codes, and what to keep of each."""
         prio = priorities(rows, self.seed).tolist()
         for p, row, code, item in zip(prio, rows.tolist(), codes.tolist(), items, strict=True):
-            if code < 0:
+            # A stratum the run lacks, or one with no room (more strata than the sample holds).
+            if code < 0 or not self._open[code]:
                 continue
             heap, k = self._heaps[code], self.quota[self.strata[code]]
             entry = (-p, -row, item)

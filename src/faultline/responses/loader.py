@@ -11,6 +11,7 @@ JSONL, JSONL.gz or Parquet, a directory, a glob pattern): they read through
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -48,6 +49,17 @@ _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")  # starts with a literal: re scans fo
 _SPACE_STARTS = (b"\n", b"\r", b" ", b"\t")
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[ \t\r]*[^{\s]")  # a line that starts with no "{"
 _PATH_FIELD = re.compile(r"at `\$(?:\[\d+\])?\.([A-Za-z_]+)")
+_INNER_FIELD = re.compile(r"at `\$(?:\[\d+\])?\.[A-Za-z_]+\.([A-Za-z_]+)`")
+
+
+class _Written(str):
+    """A fractional or exponent number as the line writes it (so ``1e400`` is not an error)."""
+
+    __slots__ = ()
+
+
+_AS_WRITTEN = msgspec.json.Decoder(float_hook=_Written)
+"""Decodes any line that is JSON, whatever its numbers' range: to explain a bad record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +265,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
 
 def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> ResponseError:
     try:
-        obj: Any = msgspec.json.decode(raw)
+        obj: Any = _AS_WRITTEN.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):
         obj = None
     except RecursionError:
@@ -273,23 +285,43 @@ def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> Respons
         )
     match = _PATH_FIELD.search(message)
     field = match.group(1) if match else None
+    inner = _INNER_FIELD.search(message)
     expected = {
         "probe_id": "a string",
         "response": "a string",
-        "sample": "a whole number",
+        "sample": f"a whole number from 0 to {MAX_SAMPLE}",
         "model": "a string or null",
         "error": "a string or an object",
         "finish_reason": "a string or null",
         "usage": "an object {input_tokens, output_tokens} of whole numbers, or null",
     }
     if field in expected:
+        value = obj.get(field)
+        got = _described(value)
+        if inner and isinstance(value, dict) and inner.group(1) in value:
+            got += f" whose {inner.group(1)} is {_described(value[inner.group(1)])}"
+        elif message.startswith("Number out of range") and not isinstance(value, _Written):
+            got += f" holding a number out of range ({_out_of_range(value)})"
         return ResponseError(
-            f"got {describe_value(obj.get(field))}, expected {expected[field]}",
+            f"got {got}, expected {expected[field]}",
             path=path,
             line=line,
             field=field,
         )
     return ResponseError(message, path=path, line=line, field=field)
+
+
+def _described(value: object) -> str:
+    """``describe_value``, with a number written as a fraction or exponent shown as written."""
+    return f"a number ({value})" if isinstance(value, _Written) else describe_value(value)
+
+
+def _out_of_range(value: object) -> str | None:
+    """The first number in ``value`` that no float can hold (``1e400``), as written."""
+    if isinstance(value, _Written):
+        return value if math.isinf(float(value)) else None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return next((found for item in items if (found := _out_of_range(item))), None)
 
 
 def _check_record(record: Response, path: Path, line: int) -> None:

@@ -8,6 +8,7 @@
   var byId = {};
   cases.forEach(function (c) { byId[c.id] = c; });
   var PAGE = 100;
+  var ID_NOWRAP = 32; /* case ids up to this long stay on one line; longer ones wrap */
   var state = { sortKey: null, sortDir: 1, page: 0, rows: cases.slice() };
 
   /* Control characters shown as escapes, as faultline._util.text.visible does on the server:
@@ -84,14 +85,21 @@
     return document.getElementById(id);
   });
   var keys = ["st", "c", "s", "cl"];
+  /* A category option's value is its index in data.categories: the raw text is compared. */
+  var named = [null, data.categories, null, null];
   var search = document.getElementById("search");
 
+  function wanted(i) {
+    var value = filters[i].value;
+    if (value === "" || !named[i]) return value;
+    return named[i][Number(value)];
+  }
   function applyFilters() {
     var q = search.value.trim().toLowerCase();
+    var wants = filters.map(function (f, i) { return wanted(i); });
     state.rows = cases.filter(function (c) {
       for (var i = 0; i < filters.length; i++) {
-        var want = filters[i].value;
-        if (want !== "" && String(c[keys[i]]) !== want) return false;
+        if (wants[i] !== "" && String(c[keys[i]]) !== wants[i]) return false;
       }
       if (!q) return true;
       return [c.id, c.p, c.c, c.t, c.in, c.out, c.ex].some(function (s) {
@@ -120,14 +128,14 @@
     state.rows.slice(state.page * PAGE, (state.page + 1) * PAGE).forEach(function (c) {
       var tr = el("tr");
       tr.dataset.case = c.id;
-      tr.appendChild(el("td", c.id));
+      tr.appendChild(el("td", c.id, c.id.length <= ID_NOWRAP ? "id" : null));
       tr.appendChild(el("td", c.c));
       tr.appendChild(el("td", c.s));
       tr.appendChild(el("td", c.st, "status-" + c.st));
       tr.appendChild(el("td", fmt(c.r), "n"));
       tr.appendChild(el("td", fmt(c.w), "n"));
       tr.appendChild(el("td", c.cl === null || c.cl === undefined ? "–" : c.cl, "n"));
-      tr.appendChild(el("td", c.ex.length > 180 ? c.ex.slice(0, 180) + "…" : c.ex));
+      tr.appendChild(el("td", c.ex.length > 180 ? c.ex.slice(0, 180) + "…" : c.ex, "text"));
       frag.appendChild(tr);
     });
     tbody.replaceChildren(frag);
