@@ -106,7 +106,7 @@ class TrainParams:
     refusal: HeadParams = field(default_factory=lambda: HeadParams(400, 3, keep=800))
     harm: HeadParams = field(
         default_factory=lambda: HeadParams(
-            1500, 2, c=0.1, keep=2000, intercept=False, max_share=0.3, content_only=True
+            1500, 2, c=0.1, keep=2000, intercept=False, max_share=0.3
         )
     )
     derived_weight: float = 0.3

@@ -10,7 +10,6 @@ from rich.text import Text
 
 from faultline._util.text import visible
 from faultline.cli._console import err, out, shown
-from faultline.report.readings import LABELS, geometry_reading
 
 if TYPE_CHECKING:
     from faultline.pipeline import ScoreRun
@@ -120,6 +119,9 @@ def _categories(m: dict[str, Any]) -> None:
 
 
 def _geometry(obs: dict[str, Any] | None, m: dict[str, Any]) -> None:
+    # Here, not at the top: faultline.report loads NumPy, which `faultline --help` must not.
+    from faultline.report.readings import LABELS, geometry_reading
+
     if obs is None:
         out.print("Failure geometry: too few scored cases.")
         return
