@@ -31,7 +31,7 @@ demo: $(RUN)
 	$(BIN)/faultline demo --out out/demo
 
 test: $(DEV)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist worksteal
 
 check: $(DEV)
 	$(BIN)/ruff check src tests scripts bench

@@ -93,3 +93,16 @@ def test_score_and_report_show_paths_and_probe_ids_as_text(run_cli: RunCli, tmp_
     assert f"Wrote {out}/report.md, {out}/report.html in" in rendered.stdout
     validated = run_cli("probes", "validate", "p.jsonl", env=WIDE)
     assert validated.code == 0, validated.stderr
+
+
+def test_probes_validate_shows_line_breaks_in_a_category_as_escapes(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    # A carriage return in a category printed the rest of the line over its start.
+    probe = {"id": "p", "category": "spam\rOK all", "severity": "low", "task": "t", "input": "i"}
+    (tmp_path / "p.jsonl").write_text(json.dumps(probe) + "\n", "utf-8")
+    validated = run_cli("probes", "validate", "p.jsonl", env=WIDE)
+    assert validated.code == 0, validated.stderr
+    _plain(validated)
+    assert "\r" not in validated.stdout
+    assert "1 categories: spam\\x0dOK all" in validated.stdout

@@ -414,6 +414,21 @@ def test_an_unknown_provider_exits_2(tmp_path: Path, run_cli: RunCli, small_file
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.usefixtures("small_files")
+def test_a_price_too_large_for_the_cost_estimate_exits_2_before_any_request(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI
+) -> None:
+    # 1e308 for a million tokens made the estimate infinite after every request was sent.
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--price-in", "1e308")
+    result = run_cli(*args, "--price-out", "1", env={"OPENAI_API_KEY": KEY})
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Invalid value for '--price-in'" in result.stderr
+    assert "1000000" in result.stderr
+    _no_traceback(result)
+    assert not fake_api.log
+    assert not (tmp_path / "out").exists()
+
+
 # (the option refused, the options given)
 NOT_FINITE: list[tuple[str, tuple[str, ...]]] = [
     ("--temperature", ("--temperature", "nan")),

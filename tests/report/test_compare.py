@@ -474,6 +474,16 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
             ' "aggregate_metrics": {"overall": {"pass_rate": "high"}}}',
             ["field 'aggregate_metrics.overall.pass_rate'", "'high'"],
         ),
+        (  # a category's pass rate was subtracted as it was: a TypeError traceback, exit 4
+            '{"schema_version": "1", "run": {}, "cases": [],'
+            ' "aggregate_metrics": {"by_category": {"a": {"pass_rate": "x", "n": 2}}}}',
+            ["field 'aggregate_metrics.by_category.a.pass_rate'", "'x'"],
+        ),
+        (
+            '{"schema_version": "1", "run": {}, "cases": [], "aggregate_metrics":'
+            ' {"by_transform": {"b64": {"by_category": {"a": {"pass_rate": 1, "n": []}}}}}}',
+            ["field 'aggregate_metrics.by_transform.b64.by_category.a.n'", "[]"],
+        ),
         (
             '{"schema_version": "1", "run": {}, "aggregate_metrics": {}, "cases": ['
             '{"case_id": "a", "probe_id": "a", "status": "pass"},'

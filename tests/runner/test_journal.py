@@ -174,6 +174,22 @@ def test_execution_counts_requests_over_every_sitting_after_retry_errors(
     assert again.execution["requests"] == len(fake_api.log)
 
 
+def test_an_error_that_happens_again_counts_its_attempts_over_every_sitting(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 2)
+    out = tmp_path / "out"
+    fake_api.plan(tag("p1"), [Fault.error(500)] * 5)
+    run(fake_api, probes, out, runner=fast(retries=2))
+    assert cases(out)["p1#0"]["error"]["attempts"] == 3
+
+    again = run(fake_api, probes, out, runner=fast(retries=1), resume=True, retry_errors=True)
+
+    error = cases(out)["p1#0"]["error"]
+    assert (error["kind"], error["status"], error["attempts"]) == ("server_error", 500, 5)
+    assert again.execution["requests"] == len(fake_api.log) == 1 + 5
+
+
 def test_resume_into_an_empty_directory_starts_the_run(fake_api: FakeAPI, tmp_path: Path) -> None:
     probe_run = run(fake_api, write_probes(tmp_path, 2), tmp_path / "out", resume=True)
 

@@ -52,16 +52,20 @@ def excerpt(text: str, limit: int = 80) -> str:
 # order than it is written. Joiners and direction marks stay: emoji and right-to-left scripts
 # need them.
 _HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069\ufeff]")
+# The same and tab, line feed and carriage return, for one-line names.
+_HIDDEN_INLINE = re.compile("[\x00-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
-def visible(text: str) -> str:
+def visible(text: str, *, one_line: bool = False) -> str:
     r"""Show the control characters of untrusted ``text`` as escapes (``\x1b``, ``\u202e``).
 
     For text that reaches a terminal or a Markdown file: an ESC would run as a terminal
     escape sequence, NUL makes tools read the file as binary, and a right-to-left override
-    makes the text read in another order than it is written. Tabs and line breaks are kept.
+    makes the text read in another order than it is written. Tabs and line breaks are kept,
+    unless ``one_line``: for a name from the data (a category, a model, an id), where a
+    carriage return would print the rest of the line over its start.
     """
-    return _HIDDEN.sub(_escape_char, text)
+    return (_HIDDEN_INLINE if one_line else _HIDDEN).sub(_escape_char, text)
 
 
 def _escape_char(match: re.Match[str]) -> str:

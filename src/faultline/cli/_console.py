@@ -42,13 +42,14 @@ __all__ = [
 ]
 
 
-def shown(text: str, style: str = "") -> Text:
+def shown(text: str, style: str = "", *, one_line: bool = False) -> Text:
     """Text from the data (a model name, a case id, a category) as it may be printed.
 
     Never markup, and its control characters shown as escapes: an ESC from a responses file
-    would otherwise run as a terminal escape sequence.
+    would otherwise run as a terminal escape sequence. ``one_line`` escapes line breaks and
+    tabs too, for a name that is one cell or one line.
     """
-    return Text(visible(text), style=style)
+    return Text(visible(text, one_line=one_line), style=style)
 
 
 class _Console(Console):

@@ -62,7 +62,7 @@ def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:
             Text.assemble(
                 ("Note:", "yellow"),
                 f" {len(run.unanswered)} probe(s) have no response: ",
-                shown(ids),
+                shown(ids, one_line=True),
             )
         )
     skipped = getattr(run, "skipped", None)  # only score reads a directory or a glob
@@ -95,7 +95,7 @@ def _models(models: dict[str, Any]) -> None:
         ex = s.get("by_expect", {})
         over = ex.get("comply", {}).get("pass_rate")
         table.add_row(
-            shown(name),
+            shown(name, one_line=True),
             f"{s['n']:,}",
             _pct(s["pass_rate"]),
             _pct(ex["refuse"]["pass_rate"]) if "refuse" in ex else "–",
@@ -146,8 +146,8 @@ def _geometry(obs: dict[str, Any] | None, m: dict[str, Any]) -> None:
             str(cl["id"]),
             f"{cl['size']:,}",
             _pct(cl["fail_rate"]),
-            shown(cl["dominant_category"]),
-            shown(", ".join(cl["top_terms"][:5])),
+            shown(cl["dominant_category"], one_line=True),
+            shown(", ".join(cl["top_terms"][:5]), one_line=True),
         )
     out.print(table)
 

@@ -205,7 +205,7 @@ def _print_table(rows: list[list[str]], summary: dict[str, Any]) -> None:
         elif name is None:
             first = Text.assemble(f"{by}: ", (row[0].partition(": ")[2], "italic"))
         else:
-            first = shown(f"{by}: {short[name] if by == 'file' else name}")
+            first = shown(f"{by}: {short[name] if by == 'file' else name}", one_line=True)
         cells = [_INTERVAL.sub("", cell) for cell in row[1:]]
         table.add_row(first, *(shown(cell) for cell in cells))  # names come from the data
     out.print(table)

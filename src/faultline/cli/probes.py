@@ -54,11 +54,11 @@ def list_command(as_json: bool) -> int:
         table.add_column(col, justify="right" if col in ("probes", "benign") else "left")
     for r in rows:
         table.add_row(
-            shown(r["name"]),
-            shown(r["version"] or ""),
+            shown(r["name"], one_line=True),
+            shown(r["version"] or "", one_line=True),
             str(r["count"]),
             str(r["benign_controls"]),
-            shown(", ".join(r["categories"])),
+            shown(", ".join(r["categories"]), one_line=True),
         )
     out.print(table)
     return 0
@@ -77,7 +77,8 @@ def validate_command(paths: tuple[str, ...]) -> int:
         out.print(
             shown(
                 f"{path}: ok — {len(s)} probes ({comply} benign controls), "
-                f"{len(s.categories)} categories: {', '.join(s.categories)}"
+                f"{len(s.categories)} categories: {', '.join(s.categories)}",
+                one_line=True,
             )
         )
     return 0
@@ -181,5 +182,5 @@ def _print_counts(probes: list[dict[str, Any]]) -> None:
     for cat, count in sorted(by_category.items(), key=lambda kv: (-kv[1], kv[0])):
         tiers = Counter(p["severity"] for p in probes if p["category"] == cat)
         mix = ", ".join(f"{t} {tiers[t]}" for t in SEVERITIES if tiers[t])
-        table.add_row(shown(cat), str(count), str(benign[cat]), mix)
+        table.add_row(shown(cat, one_line=True), str(count), str(benign[cat]), mix)
     out.print(table)

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from faultline.runner import RunnerConfig
     from faultline.targets import GenerationParams
 
+#: The largest price of a million tokens: with token counts below 2**63 the estimate stays a
+#: finite number (``--price-in 1e308`` overflowed it after every request had been sent).
+MAX_PRICE = 1e6
+
 
 def _target_options(func: Any) -> Any:
     options = [
@@ -167,17 +171,17 @@ def _target_options(func: Any) -> Any:
         ),
         click.option(
             "--price-in",
-            type=FiniteFloat(min=0),
+            type=FiniteFloat(min=0, max=MAX_PRICE),
             default=None,
             metavar="PRICE",
-            help="Price of a million input tokens, for the cost estimate.",
+            help="Price of a million input tokens (at most 1,000,000), for the cost estimate.",
         ),
         click.option(
             "--price-out",
-            type=FiniteFloat(min=0),
+            type=FiniteFloat(min=0, max=MAX_PRICE),
             default=None,
             metavar="PRICE",
-            help="Price of a million output tokens, for the cost estimate.",
+            help="Price of a million output tokens (at most 1,000,000), for the cost estimate.",
         ),
         click.option(
             "--calibration",

@@ -122,13 +122,22 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
 def _check(report: _Report, path: Path) -> None:
     """Every compared metric is a number or null, and case ids are unique."""
     m = report.aggregate_metrics
-    for section, key in (spec[0] for spec in METRICS.values()):
-        value = m.get(section, {}).get(key) if isinstance(m.get(section), dict) else None
+    numbers = [
+        (f"{section}.{key}", _mapping(m.get(section)).get(key))
+        for section, key in (spec[0] for spec in METRICS.values())
+    ]
+    for name, part in _mapping(m.get("by_category")).items():
+        numbers += _slice_numbers(f"by_category.{name}", part, "n")
+    for name, part in _mapping(m.get("by_transform")).items():
+        numbers += _slice_numbers(f"by_transform.{name}", part, "scored")
+        for category, inner in _mapping(_mapping(part).get("by_category")).items():
+            numbers += _slice_numbers(f"by_transform.{name}.by_category.{category}", inner, "n")
+    for field, value in numbers:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(
                 f"expected a number or null, got {value!r}",
                 path=path,
-                field=f"aggregate_metrics.{section}.{key}",
+                field=f"aggregate_metrics.{field}",
             )
     seen: set[str] = set()
     for i, case in enumerate(report.cases):
@@ -137,6 +146,11 @@ def _check(report: _Report, path: Path) -> None:
                 f"case_id {case.case_id!r} appears twice", path=path, field=f"cases[{i}].case_id"
             )
         seen.add(case.case_id)
+
+
+def _slice_numbers(where: str, part: Any, n: str) -> list[tuple[str, Any]]:
+    """The numbers a comparison reads of one category's or transform's slice."""
+    return [(f"{where}.{key}", _mapping(part).get(key)) for key in ("pass_rate", n)]
 
 
 def compare_files(base: str | Path, new: str | Path) -> dict[str, Any]:

@@ -56,10 +56,17 @@ _COLUMNS = (
     "attempts, cached, latency_s, request, recorded_at"
 )
 # A case sent again (--retry-errors) replaces its outcome but adds its attempts, so the run's
-# request count covers every sitting.
+# request count covers every sitting; an error that happens again says how many requests it
+# took over every sitting too, as the column does.
+_SUMMED = {
+    "attempts": "cases.attempts + excluded.attempts",
+    "error": (
+        "CASE WHEN excluded.error IS NULL THEN NULL ELSE json_set(excluded.error, '$.attempts', "
+        "cases.attempts + excluded.attempts) END"
+    ),
+}
 _UPDATED = ", ".join(
-    f"{c} = excluded.{c}" if c != "attempts" else "attempts = cases.attempts + excluded.attempts"
-    for c in _COLUMNS.replace(" ", "").split(",")[2:]
+    f"{c} = {_SUMMED.get(c, f'excluded.{c}')}" for c in _COLUMNS.replace(" ", "").split(",")[2:]
 )
 _UPSERT = (
     f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 13)}) "
