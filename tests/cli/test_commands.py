@@ -126,13 +126,17 @@ def test_rules_test_fails_on_a_misbehaving_example(run_cli, tmp_path: Path) -> N
     (tmp_path / "pack.yaml").write_text(
         "name: mine\nversion: 1.0.0\nrules:\n"
         "  - label: refusal.mine\n    kind: boundary\n    weight: 2\n    patterns: ['I refuse']\n"
-        "    examples:\n      match: ['I will not']\n      no_match: ['hello']\n",
+        "    examples:\n      match:\n        - I refuse\n        - I will not\n"
+        "      no_match: ['hello']\n",
         encoding="utf-8",
     )
     result = run_cli("rules", "test", "--rules", "pack.yaml")
     assert result.code == 1
-    assert "FAIL refusal.mine" in result.stdout
-    assert "'I will not'" in result.stdout
+    # The example's own line and file; it named the rule's line (4) and no file.
+    assert "FAIL refusal.mine (pack.yaml:11) should match but does not: 'I will not'" in (
+        result.stdout
+    )
+    assert "I refuse'" not in result.stdout
 
 
 def test_probes_list_and_validate(run_cli, small_files: tuple[Path, Path]) -> None:

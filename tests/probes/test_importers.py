@@ -572,6 +572,16 @@ def test_mapped_jsonl_key_that_some_objects_have_is_read(tmp_path: Path) -> None
     assert [p["severity"] for p in probes][1] == "low"
 
 
+def test_a_known_category_is_read_in_any_case(tmp_path: Path) -> None:
+    # "Prompt_Injection" was a category of its own: medium severity, no OWASP or ATLAS tags.
+    rows = "input,category\nIgnore it,prompt_injection\nIgnore it!,Prompt_Injection\nx,My_Own\n"
+    path = _write(tmp_path / "c.csv", rows)
+    first, second, own = import_probes(path, "csv")
+    assert second["category"] == first["category"] == "prompt_injection"
+    assert (second["severity"], second["tags"]) == (first["severity"], first["tags"])
+    assert own["category"] == "My_Own"  # a category of the user's own is kept as written
+
+
 def test_jsonl_numbers_are_kept_as_written(tmp_path: Path) -> None:
     # As a float, the id 1.10 read "1.1" (and 1.1 was then a duplicate of it).
     rows = ['{"qid": 1.10, "text": "a"}', '{"qid": 1.1, "text": "b"}', '{"qid": 2e3, "text": "c"}']
@@ -700,6 +710,12 @@ def test_bad_xstest_label_is_located(tmp_path: Path) -> None:
         ("csv", {"mapping": {"inptu": "x"}}, "did you mean 'input'?"),
         ("advbench", {"mapping": {"input": "x"}}, "not a field of --format advbench"),
         ("csv", {"mapping": {"input": "p", "expect": "l:yes=maybe"}}, "VALUE=refuse"),
+        # The last mapping won: a harmful prompt became a benign control.
+        (
+            "csv",
+            {"mapping": {"input": "p", "expect": "l:unsafe=refuse,UNSAFE=comply"}},
+            "'UNSAFE' is mapped to both refuse and comply",
+        ),
         ("harmbench", {"defaults": {"severity": "low"}}, "--severity does not apply"),
         ("xstest", {"defaults": {"expect": "comply"}}, "--expect does not apply"),
         ("csv", {"defaults": {"severity": "urgent"}}, "expected one of low"),
@@ -748,6 +764,13 @@ def test_rendered_header_names_the_source_and_format(tmp_path: Path) -> None:
     assert "license: as the source file's" in text
     assert "source: harmful_behaviors.csv" in text
     assert str(tmp_path) not in text  # only the file's name, not where it lives
+
+
+def test_a_generic_file_is_described_by_its_format_alone(tmp_path: Path) -> None:
+    # "(CSV with --map)" was written for a file imported without --map.
+    path = _write(tmp_path / "n.csv", "input\nHello\n")
+    rendered = render_probe_set(import_probes(path, "csv"), name="n", source=path, fmt="csv")
+    assert b"1 probes imported from n.csv (CSV) by" in rendered
 
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

@@ -97,6 +97,15 @@ def test_jsonl_skips_blank_lines_and_keeps_line_numbers(tmp_path: Path) -> None:
     assert probes.locations == {"a": f"{tmp_path / 'p.jsonl'}:2", "b": f"{tmp_path / 'p.jsonl'}:4"}
 
 
+def test_jsonl_field_given_twice_is_located(tmp_path: Path) -> None:
+    # YAML refused a key given twice; JSONL kept the last value: the id "b" was validated.
+    good = json.dumps(_probe(id="a"))
+    text = good + "\n" + good.replace('"id": "a"', '"id": "a2", "id": "b"') + "\n"
+    err = _load_error(_write(tmp_path / "p.jsonl", text))
+    assert (err.line, err.field) == (2, "id")
+    assert "given more than once" in str(err)
+
+
 def test_jsonl_with_bom_and_crlf_loads(tmp_path: Path) -> None:
     text = "\ufeff" + json.dumps(_probe(id="a")) + "\r\n" + json.dumps(_probe(id="b"))
     path = tmp_path / "p.jsonl"

@@ -238,9 +238,14 @@ def test_parse_transforms_reads_a_comma_separated_list() -> None:
     assert parse_transforms(["base64", "rot13,many_shot"]) == ("base64", "rot13", "many_shot")
 
 
-def test_an_unknown_transform_is_a_usage_error_with_a_suggestion() -> None:
-    with pytest.raises(UsageError, match=r"unknown transform 'bas64'; did you mean 'base64'\?"):
-        parse_transforms("rot13,bas64")
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [("bas64", "base64"), ("BASE64", "base64"), ("Many-Shot", "many_shot"), ("ROT-13", "rot13")],
+)
+def test_an_unknown_transform_is_a_usage_error_with_a_suggestion(given: str, meant: str) -> None:
+    # A name in another case got no suggestion.
+    with pytest.raises(UsageError, match=rf"unknown transform '{given}'; did you mean '{meant}'\?"):
+        parse_transforms(f"rot13,{given}")
 
 
 def test_no_transform_is_a_usage_error() -> None:

@@ -144,6 +144,49 @@ def test_error_after_blank_lines_names_the_right_line(tmp_path: Path) -> None:
     assert (err.line, err.field) == (4, "response")
 
 
+@pytest.mark.parametrize(
+    ("lines", "line", "field"),
+    [
+        # The decoder kept the last value without a word: the second answer was scored.
+        (
+            [b'{"probe_id": "a", "response": "I can\'t.", "response": "Sure: step 1"}'],
+            1,
+            "response",
+        ),
+        (
+            [
+                b'{"probe_id": "a", "response": "x"}',
+                b'{"probe_id": "b", "probe_id": "c", "response": "y"}',
+            ],
+            2,
+            "probe_id",
+        ),
+        # An error given, then taken back: the case was scored as an answer.
+        ([b'{"probe_id": "a", "error": "timeout", "error": null, "response": "ok"}'], 1, "error"),
+        # Any field, when the piece is read line by line (here for the bad line after it).
+        (
+            [
+                b'{"probe_id": "b", "response": "y", "sample": 1, "sample": 2}',
+                b'{"probe_id": "c", "response": 5}',
+            ],
+            1,
+            "sample",
+        ),
+    ],
+)
+def test_a_field_given_twice_names_its_line(
+    tmp_path: Path, lines: list[bytes], line: int, field: str
+) -> None:
+    err = _load_error(_write(tmp_path / "r.jsonl", b"\n".join(lines) + b"\n"))
+    assert (err.line, err.field) == (line, field)
+    assert "given more than once" in str(err)
+
+
+def test_a_field_name_as_a_value_is_not_a_repeated_field(tmp_path: Path) -> None:
+    data = _line({"probe_id": "response", "response": 'the word "response"', "model": "response"})
+    assert load_responses(_write(tmp_path / "r.jsonl", data))[0].model == "response"
+
+
 def test_utf8_bom_is_dropped(tmp_path: Path) -> None:
     path = _write(tmp_path / "r.jsonl", b"\xef\xbb\xbf" + _line({"probe_id": "a", "response": "x"}))
     assert load_responses(path) == [Response(probe_id="a", response="x")]

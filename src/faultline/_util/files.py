@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -26,6 +27,7 @@ __all__ = [
     "missing_dirs",
     "open_for_reading",
     "read_text_file",
+    "repeated_key",
     "sha256_bytes",
     "sha256_file",
 ]
@@ -236,6 +238,39 @@ def malformed_line(
 _FLOATS_AS_WRITTEN = msgspec.json.Decoder(float_hook=str)
 
 
+def repeated_key(raw: bytes | str, names: Iterable[str]) -> str | None:
+    """The first of ``names`` that the JSON object ``raw`` gives twice at its top level.
+
+    Decoders keep the last value of a repeated key without a word, so
+    ``{"id": "a", "id": "b"}`` would read as ``b``. Inside a JSON string a quote is escaped,
+    so a name seen quoted twice is nearly always a key given twice; only then is the text
+    parsed again, keeping every pair, to be sure (a value or a nested key can carry the same
+    name). ``raw`` must be valid JSON: a decoder has just read it.
+
+    Raises:
+        RecursionError: The text is nested too deeply for the standard library's parser.
+    """
+    if isinstance(raw, bytes):
+        twice = any(raw.count(f'"{name}"'.encode()) > 1 for name in names)
+    else:
+        twice = any(raw.count(f'"{name}"') > 1 for name in names)
+    if not twice:
+        return None
+    objects: list[list[tuple[str, Any]]] = []
+
+    def keep(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        objects.append(pairs)
+        return dict(pairs)
+
+    json.loads(raw, object_pairs_hook=keep)
+    seen: set[str] = set()
+    for key, _ in objects[-1] if objects else ():  # the object itself is the last one closed
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
 def jsonl_objects(
     text: str, path: Path, error: type[InputError], *, floats_as_written: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -261,5 +296,16 @@ def jsonl_objects(
         if not isinstance(obj, dict):
             raise error(
                 f"expected a JSON object, got {describe_value(obj)}", path=path, line=number
+            )
+        try:
+            key = repeated_key(raw, obj)
+        except RecursionError:
+            raise error(TOO_DEEP, path=path, line=number) from None
+        if key is not None:
+            raise error(
+                "is given more than once, expected each field once",
+                path=path,
+                line=number,
+                field=key,
             )
         yield number, obj

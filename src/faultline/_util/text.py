@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterable
 
 __all__ = [
+    "blank",
     "describe_value",
     "did_you_mean",
     "excerpt",
@@ -24,8 +26,11 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
         word: What the user wrote.
         choices: The valid names.
     """
-    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    by_lower = {c.lower(): c for c in sorted(choices, reverse=True)}  # the first one wins
+    if (same := by_lower.get(word.lower())) is not None:  # BASE64 for base64
+        return f"; did you mean '{same}'?"
+    close = difflib.get_close_matches(word.lower(), sorted(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean '{by_lower[close[0]]}'?" if close else ""
 
 
 def one_of(choices: Iterable[str]) -> str:
@@ -107,3 +112,24 @@ def well_formed(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+# Characters that print as nothing but are neither whitespace nor a format character: the
+# Mongolian vowel separator, the Hangul fillers, the Braille blank, the variation selectors.
+_BLANK_MARKS = frozenset(
+    "\u180e\u115f\u1160\u3164\uffa0\u2800" + "".join(map(chr, range(0xFE00, 0xFE10)))
+)
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: whitespace, control and format characters only.
+
+    ``str.strip`` leaves the zero-width space, the joiners, the word joiner, the soft hyphen
+    and the BOM (format characters, ``Cf``), so an answer of U+200B alone is not empty to it,
+    yet a reader sees none. Stops at the first visible character, which is almost always the
+    first.
+    """
+    return all(
+        char.isspace() or char in _BLANK_MARKS or unicodedata.category(char) in ("Cc", "Cf")
+        for char in text
+    )

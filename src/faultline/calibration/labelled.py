@@ -26,7 +26,6 @@ only a few milliseconds less on the largest public file (6,160 rows, 7 MB).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, malformed_line
+from faultline._util.files import TOO_DEEP, malformed_line, repeated_key
 from faultline._util.text import describe_value, did_you_mean, excerpt, one_of
 from faultline.errors import LabelError
 from faultline.probes.model import Expect
@@ -112,10 +111,6 @@ _FIELDS: tuple[str, ...] = LabelledRow.__struct_fields__
 _REQUIRED = ("id", "prompt", "response")
 _NOT_KEY_CHARS = re.compile(r"[^a-z0-9]+")
 _MSGSPEC_FIELD = re.compile(r"at `\$\.([A-Za-z_]+)`")
-# Each field's name as it is written as a key. Inside a JSON string a quote is escaped, so a
-# name seen twice is nearly always a key given twice; a real parse confirms it (a value or a
-# key of "extra" can carry the same name).
-_QUOTED = tuple(f'"{name}"'.encode() for name in _FIELDS)
 
 
 def load_labelled(path: str | Path) -> LabelledFile:
@@ -223,8 +218,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
     except RecursionError:
         raise LabelError(TOO_DEEP, path=path, line=line) from None
     else:
-        if any(raw.count(name) > 1 for name in _QUOTED):
-            _reject_repeated(raw, path, line)
+        _reject_repeated(raw, path, line)
         return row
     # Slow path, only on bad input: is the line JSON at all, and if so, which field is wrong?
     try:
@@ -238,26 +232,14 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
 
 def _reject_repeated(raw: bytes, path: Path, line: int) -> None:
     """Raise if the row gives a field twice: the decoder keeps the last value without a word."""
-    objects: list[list[tuple[str, Any]]] = []
-
-    def keep(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        objects.append(pairs)
-        return dict(pairs)
-
     try:
-        json.loads(raw, object_pairs_hook=keep)  # valid JSON: the decoder has just read it
+        key = repeated_key(raw, _FIELDS)
     except RecursionError:
         raise LabelError(TOO_DEEP, path=path, line=line) from None
-    seen: set[str] = set()
-    for key, _ in objects[-1]:  # the row itself is the last object closed
-        if key in seen:
-            raise LabelError(
-                "is given more than once, expected each field once",
-                path=path,
-                line=line,
-                field=key,
-            )
-        seen.add(key)
+    if key is not None:
+        raise LabelError(
+            "is given more than once, expected each field once", path=path, line=line, field=key
+        )
 
 
 def _explain_invalid(obj: Any, message: str, path: Path, line: int) -> LabelError:

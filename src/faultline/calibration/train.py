@@ -39,6 +39,7 @@ from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
+from faultline._util.text import blank
 from faultline.calibration.labelled import LabelledRow, expectation, group_key, prompt_key
 from faultline.scoring.learned import (
     FORMAT,
@@ -181,7 +182,7 @@ def prepare(
     harm: dict[str, list[Any]] = defaultdict(list)
     for i, row in enumerate(rows):
         text = row.response
-        if not text.strip():
+        if blank(text):
             continue
         expect = expectation(row)
         weight, leading, rules_logit = scorer_for(scorer, row).learned_inputs(text, expect)

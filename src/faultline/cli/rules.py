@@ -110,5 +110,6 @@ def test_command(pack_names: tuple[str, ...]) -> int:
             verb = (
                 "should match but does not" if r.expect == "match" else "should not match but does"
             )
-            out.print(shown(f"  FAIL {r.rule} (line {r.line}) {verb}: {r.text!r}", style="red"))
+            where = f"{pack.source}:{r.line}" if pack.source else f"line {r.line}"
+            out.print(shown(f"  FAIL {r.rule} ({where}) {verb}: {r.text!r}", style="red"))
     return 1 if failures else 0

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, malformed_line, open_for_reading
+from faultline._util.files import TOO_DEEP, malformed_line, open_for_reading, repeated_key
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import InputError, ResponseError
 from faultline.responses.model import Response
@@ -40,6 +40,8 @@ CHUNK_BYTES = 4 << 20
 _BOM = b"\xef\xbb\xbf"
 _DECODER = msgspec.json.Decoder(Response)
 _FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
+# The fields whose repetition would change a verdict, checked on every piece (docs/scale.md).
+_QUOTED = (b'"probe_id"', b'"response"', b'"error"')
 MAX_SAMPLE = 2**63 - 1
 """The largest sample number: cases are ordered by it as a 64-bit integer."""
 MAX_TOKENS = 2**63 - 1
@@ -225,7 +227,11 @@ def decode_chunk(path: Path, chunk: bytes, first_line: int) -> ResponseBatch:
         # msgspec reads an object spread over two lines as well as two objects on one line;
         # the counts would then agree with the wrong line numbers. So the fast path also
         # needs every line to start with "{" and end with "}".
-        if len(records) == len(lines) and _one_object_per_line(chunk, simple):
+        if (
+            len(records) == len(lines)
+            and _one_object_per_line(chunk, simple)
+            and not _maybe_repeated(chunk, len(lines))
+        ):
             for record, line in zip(records, lines, strict=True):
                 _check_record(record, path, line)
             return ResponseBatch(path, lines, records)
@@ -250,6 +256,18 @@ def _one_object_per_line(chunk: bytes, simple: bool) -> bool:
     return closed == chunk.count(b"\n") and (chunk.endswith(b"\n") or chunk.rstrip().endswith(b"}"))
 
 
+def _maybe_repeated(chunk: bytes, lines: int) -> bool:
+    """Whether some line of the chunk may give ``probe_id``, ``response`` or ``error`` twice.
+
+    A quoted name seen more often than there are lines means a line gives it twice (or a
+    value is the name itself); each line is then read on its own and all of its fields are
+    checked. One scan of the chunk a name, about 0.5 µs a line each, so only the three that
+    decide a verdict are counted; and a line that repeats a field the other lines of its
+    chunk leave out (``error``, say) is found only when the chunk is read line by line.
+    """
+    return any(chunk.count(name) > lines for name in _QUOTED)
+
+
 def _decode_line(raw: bytes, path: Path, line: int) -> Response:
     try:
         record = _DECODER.decode(raw)
@@ -259,6 +277,14 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
         raise malformed_line(raw, exc, ResponseError, path, line) from None
     except RecursionError:
         raise ResponseError(TOO_DEEP, path=path, line=line) from None
+    try:
+        key = repeated_key(raw, _FIELDS)
+    except RecursionError:
+        raise ResponseError(TOO_DEEP, path=path, line=line) from None
+    if key is not None:  # the decoder kept the last value without a word
+        raise ResponseError(
+            "is given more than once, expected each field once", path=path, line=line, field=key
+        )
     _check_record(record, path, line)
     return record
 

@@ -6,10 +6,13 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TRUNCATION_REASONS", "Response", "Usage"]
+__all__ = ["TRUNCATION_REASONS", "Response", "Usage", "truncation_reason"]
 
-TRUNCATION_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
-"""``finish_reason`` values that mean the answer was cut off by a token limit."""
+TRUNCATION_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length"})
+"""``finish_reason`` values that mean the answer was cut off by a token limit, in lower case
+with ``_`` between words: ``length`` (OpenAI, vLLM, llama.cpp), ``max_tokens`` (Anthropic,
+Bedrock; ``MAX_TOKENS`` from Gemini, Vertex and Cohere), ``max_output_tokens`` (OpenAI's
+Responses API), ``model_length`` (Mistral: the context window)."""
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -33,8 +36,9 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         sample: Which generation for the same probe (0, 1, ...).
         model: The model that answered, if recorded.
         error: What went wrong when the target failed for this case (text or an object).
-        finish_reason: Why generation stopped, as the API reported it; ``length`` (OpenAI) or
-            ``max_tokens`` (Anthropic) mean the answer was truncated.
+        finish_reason: Why generation stopped, as the API reported it; ``length`` (OpenAI),
+            ``max_tokens`` (Anthropic) and the others of :data:`TRUNCATION_REASONS`, in any
+            case and with ``-`` or a space for ``_``, mean the answer was truncated.
     """
 
     probe_id: str
@@ -48,4 +52,13 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     @property
     def truncated(self) -> bool:
         """Whether the answer was cut off by a token limit."""
-        return self.finish_reason in TRUNCATION_REASONS
+        reason = self.finish_reason
+        return reason is not None and truncation_reason(reason)
+
+
+def truncation_reason(reason: str) -> bool:
+    """Whether a ``finish_reason`` says a token limit cut the answer (``MAX_TOKENS``, ``Length``)."""
+    return (
+        reason in TRUNCATION_REASONS
+        or reason.strip().lower().replace("-", "_").replace(" ", "_") in TRUNCATION_REASONS
+    )

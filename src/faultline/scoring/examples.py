@@ -24,7 +24,7 @@ class ExampleResult:
         expect: ``match`` or ``no_match``.
         text: The example text.
         ok: Whether the rule behaved as the example says.
-        line: The rule's line in its pack file.
+        line: The example's line in its pack file (the rule's, for a rule made in code).
     """
 
     rule: str
@@ -51,8 +51,9 @@ def run_examples(pack: RulePack, matcher: Matcher | None = None) -> list[Example
             *(("match", t) for t in rule.examples_match),
             *(("no_match", t) for t in rule.examples_no_match),
         ]
-        for expect, text in cases:
+        lines = rule.example_lines or (rule.line,) * len(cases)
+        for (expect, text), line in zip(cases, lines, strict=True):
             hit = any(h.rule == index for h in matcher.match(text))
             ok = hit == (expect == "match")
-            results.append(ExampleResult(rule.label, expect, text, ok, rule.line))
+            results.append(ExampleResult(rule.label, expect, text, ok, line))
     return results

@@ -152,6 +152,8 @@ class Rule:
         examples_match: Texts the rule must match.
         examples_no_match: Texts the rule must not match.
         line: The line of the rule in its pack file.
+        example_lines: The line of each example in its pack file, ``match`` then
+            ``no_match``; empty for a rule made in code.
     """
 
     label: str
@@ -168,6 +170,18 @@ class Rule:
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     line: int = field(default=0, compare=False)
+    example_lines: tuple[int, ...] = field(default=(), compare=False)
+
+
+_WHERE_FIELDS = ("line", "example_lines")  # where a rule is written, not what it is
+
+
+def _item_lines(obj: LineDict, key: str, default: int) -> list[int]:
+    """The line of each item of the list under ``key`` (the default for a list not read from YAML)."""
+    value = obj.get(key) or []
+    if isinstance(value, LineList) and len(value.item_lines) == len(value):
+        return list(value.item_lines)
+    return [default] * len(value)
 
 
 @dataclass(frozen=True)
@@ -198,7 +212,7 @@ class RulePack:
             "version": self.version,
             "scoring": self.scoring.__dict__,
             "rules": [
-                {f.name: getattr(r, f.name) for f in fields(r) if f.name != "line"}
+                {f.name: getattr(r, f.name) for f in fields(r) if f.name not in _WHERE_FIELDS}
                 for r in self.rules
             ],
         }
@@ -466,6 +480,9 @@ class _PackReader:
             examples_match=self.string_list(examples, "match", "examples.match"),
             examples_no_match=self.string_list(examples, "no_match", "examples.no_match"),
             line=line,
+            example_lines=tuple(
+                n for key in ("match", "no_match") for n in _item_lines(examples, key, line)
+            ),
         )
 
     def read_failure_modes(self, item: LineDict) -> tuple[str, ...]:

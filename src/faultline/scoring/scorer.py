@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from faultline._util.text import blank
 from faultline.probes.model import Probe
 from faultline.responses.model import Response
 from faultline.scoring.case import CaseScore, Evidence, ScoringConfig
@@ -374,7 +375,7 @@ class Scorer:
         if hits is None:
             hits = self.matcher.match_batch(texts)
         for expect, text, matched in zip(expects, texts, hits, strict=True):
-            if not text.strip():
+            if blank(text):
                 found.append(None)
                 continue
             counted = self._counted(matched, expect)
@@ -411,7 +412,7 @@ class Scorer:
         hits = self.matcher.match(text)
         weight, leading = self._boundary_inputs(self._counted(hits, expect))
         refuse = self._counted(hits, "refuse")
-        harm = _logit(self._assess_refuse(text, refuse).risk) if text.strip() else 8.0
+        harm = 8.0 if blank(text) else _logit(self._assess_refuse(text, refuse).risk)
         return weight, leading, harm
 
     def _boundary_inputs(self, hits: Sequence[Hit]) -> tuple[float, bool]:

@@ -7,6 +7,7 @@ into a probe record. :data:`FORMATS` is the registry, by ``--format`` name.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -178,6 +179,7 @@ def _generic(row: _Row, ctx: _Context) -> _Draft:
         raise row.error("expect", f"got {raw_expect!r}, expected {one_of(ctx.expect_values)}")
     draft = _routed(replace(ctx, expect=expect), "", text, sid=row.get("id"))
     if category := row.get("category").strip() or ctx.category:
+        category = _known_categories().get(category.lower(), category)
         draft = replace(draft, category=category, tags=(f"source:{ctx.fmt}",))
     severity = row.get("severity").strip().lower()
     if severity and severity not in SEVERITIES:
@@ -187,6 +189,17 @@ def _generic(row: _Row, ctx: _Context) -> _Draft:
         severity = ctx.severity or ("low" if expect == "comply" else default)
     task = " ".join(row.get("task").split()) or text
     return replace(draft, severity=severity, task=task)
+
+
+@functools.cache
+def _known_categories() -> dict[str, str]:
+    """The built-in categories by their lower-case spelling.
+
+    So ``Prompt_Injection`` is ``prompt_injection``, with its default severity and tags, as
+    severities are read ignoring case.
+    """
+    names = set(CATEGORY_DEFAULTS) | set(category_vocabulary())
+    return {name.lower(): name for name in sorted(names)}
 
 
 @dataclass(frozen=True)
@@ -250,8 +263,8 @@ FORMATS: dict[str, Format] = {
             ("id", "specific_harms"),
             _donotanswer,
         ),
-        Format("csv", "CSV with --map", ("input",), GENERIC_FIELDS[1:], _generic, _GENERIC_DEFAULTS, "csv"),
-        Format("jsonl", "JSONL with --map", ("input",), GENERIC_FIELDS[1:], _generic, _GENERIC_DEFAULTS, "jsonl"),
+        Format("csv", "CSV", ("input",), GENERIC_FIELDS[1:], _generic, _GENERIC_DEFAULTS, "csv"),
+        Format("jsonl", "JSONL", ("input",), GENERIC_FIELDS[1:], _generic, _GENERIC_DEFAULTS, "jsonl"),
     )
 }  # fmt: skip
 """The formats by ``--format`` name."""

@@ -149,7 +149,13 @@ def _expect_spec(spec: str) -> tuple[str, dict[str, Expect]]:
                 f"--map expect={spec}: {pair!r} is not VALUE=refuse or VALUE=comply "
                 "(e.g. --map expect=label:unsafe=refuse,safe=comply)"
             )
-        table[value.lower()] = expect
+        key = value.lower()  # values are compared ignoring case
+        if table.get(key, expect) != expect:
+            raise UsageError(
+                f"--map expect={spec}: {value!r} is mapped to both {table[key]} and {expect} "
+                "(values are compared ignoring case); give each value one expectation"
+            )
+        table[key] = expect
     return column.strip(), table
 
 
