@@ -10,8 +10,8 @@ makes the next two requests whose last user message contains "bomb" fail that wa
 ones succeed. ``server.default`` applies to every request without a plan (e.g. a delay).
 Answers are deterministic: a refusal unless the prompt contains ``[comply]``; ``answer``
 replaces the text, ``reply`` the whole JSON body (e.g. an OpenAI refusal with null content),
-and ``error_message`` the message of injected error bodies (e.g. to echo a key back, as
-careless gateways do).
+``error_message`` the message of injected error bodies (e.g. to echo a key back, as
+careless gateways do), and ``error_body`` their whole body.
 
 Run it standalone (for the benchmark or by hand) with ``python tests/targets/fakeapi.py``.
 """
@@ -95,6 +95,7 @@ class FakeAPI:
     reply: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     raw_body: bytes | None = None  # sent as it is, in place of every answer
     error_message: Callable[[Logged], str] | None = None
+    error_body: Callable[[Logged], bytes] | None = None  # the whole body of injected errors
     log: list[Logged] = field(default_factory=list)
     _plans: dict[str, list[Fault]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -200,7 +201,8 @@ class FakeAPI:
                 else self.error_message(logged)
             )
             error = {"error": {"message": message, "type": "injected"}}
-            await _send(writer, fault.status, json.dumps(error).encode(), extra)
+            raw = json.dumps(error).encode() if self.error_body is None else self.error_body(logged)
+            await _send(writer, fault.status, raw, extra)
             return True
         if fault.kind == "malformed":
             await _send(writer, 200, b'{"choices": [ {"message": ', {})
@@ -268,7 +270,8 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, st
     for line in lines[1:]:
         if ":" in line:
             name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
+            key = name.strip().lower()  # a header sent twice is kept twice, comma-joined
+            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
     length = int(headers.get("content-length", "0"))
     raw = await reader.readexactly(length) if length else b""
     return path, headers, raw

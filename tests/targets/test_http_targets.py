@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import math
@@ -574,6 +575,56 @@ def test_secrets_echoed_by_the_server_never_reach_the_error(
     assert HEADER_SECRET not in error.message
     assert KEY not in json.dumps(error.record())
     assert "***" in error.message
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "Basic", "Token"])
+def test_the_token_of_an_authorization_header_echoed_alone_never_reaches_the_error(
+    fake_api: FakeAPI, scheme: str
+) -> None:
+    # The whole value "Bearer TOKEN" was the secret; servers echo the token alone.
+    params = GenerationParams(headers=(("Authorization", f"{scheme} {HEADER_SECRET}"),))
+    fake_api.error_message = lambda _: f"Incorrect API key provided: {HEADER_SECRET}."
+    fake_api.plan("boom", [Fault.error(401)])
+    error = failure(target("openai", fake_api, params), request("boom", params=params))
+    assert error.message == "HTTP 401: Incorrect API key provided: ***."
+
+
+def test_a_secret_echoed_json_escaped_never_reaches_the_error(fake_api: FakeAPI) -> None:
+    # PHP's json_encode writes "/" as "\/": the key was recorded in that form.
+    secret = "sk-live/SECRET/9x"
+    params = GenerationParams(headers=(("X-Gateway-Token", secret),))
+    escaped = secret.replace("/", "\\/")
+    fake_api.error_body = lambda _: ('{"detail": "bad token ' + escaped + '"}').encode()
+    fake_api.plan("boom", [Fault.error(400)])
+    error = failure(target("openai", fake_api, params), request("boom", params=params))
+    assert "bad token" in error.message
+    assert "SECRET" not in error.message
+
+
+@pytest.mark.parametrize("name", ["authorization", "AUTHORIZATION", "Authorization"])
+def test_an_authorization_header_in_any_case_replaces_the_key(fake_api: FakeAPI, name: str) -> None:
+    # "authorization" was sent beside the key's "Authorization", the key first: a gateway
+    # reading the first one received the OpenAI key.
+    params = GenerationParams(headers=((name, "Bearer gw-5678"), ("content-type", "text/plain")))
+    answer(target("openai", fake_api, params), request(params=params))
+    headers = only(fake_api).headers  # a header sent twice reads "first, second" here
+    assert headers["authorization"] == "Bearer gw-5678"
+    assert headers["content-type"] == "application/json"
+    assert KEY not in repr(headers)
+
+
+def test_credentials_in_the_base_url_are_sent_as_basic_auth_in_place_of_the_key(
+    fake_api: FakeAPI,
+) -> None:
+    # They were dropped without a word: a proxy that needed them answered 401.
+    url = fake_api.base_url.replace("http://", "http://proxy-user:pr%40xy-pw@")
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=url)
+    answer(t)
+    sent = only(fake_api).headers["authorization"]
+    assert sent == "Basic " + base64.b64encode(b"proxy-user:pr@xy-pw").decode()
+    assert KEY not in sent
+    assert sent.split()[1] in t.secrets
+    assert "pr@xy-pw" in t.secrets
 
 
 def test_a_secret_cut_by_the_message_limit_leaks_no_part_of_itself(fake_api: FakeAPI) -> None:

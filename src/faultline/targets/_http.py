@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -32,6 +33,7 @@ __all__ = [
     "api_key",
     "public_url",
     "secret_forms",
+    "secret_variants",
     "token_count",
 ]
 
@@ -143,12 +145,30 @@ class HttpTarget:
         )
         userinfo = secret_forms(v for v in (parts.password,) if v)
         self.params = params
-        headers = {**auth_headers, **dict(params.headers)}
-        self.secrets = (
-            tuple(v for _, v in params.headers if v)
-            + ((key,) if key else ())
-            + query_values
-            + userinfo
+        # Header names are matched ignoring case: `--header 'authorization: …'` replaces the
+        # key's Authorization header, where a second one was sent beside it (the key first).
+        # Precedence: --header, then credentials in --base-url (sent as HTTP Basic auth, as
+        # curl does), then the key from the environment.
+        given = dict(params.headers)
+        named = {name.lower() for name in given}
+        basic = _basic_auth(parts.username, parts.password)
+        if basic:
+            auth_headers = {k: v for k, v in auth_headers.items() if k.lower() != "authorization"}
+        defaults = {"User-Agent": f"faultline/{__version__}", **auth_headers}
+        if basic:
+            defaults["Authorization"] = f"Basic {basic}"
+        headers = {k: v for k, v in defaults.items() if k.lower() not in named}
+        headers |= {k: v for k, v in given.items() if k.lower() != "content-type"}
+        values = [v for _, v in params.headers if v]
+        self.secrets = secret_variants(
+            (
+                *values,
+                *(_credential(v) for v in values),
+                *((key,) if key else ()),
+                *query_values,
+                *userinfo,
+                *((basic,) if basic else ()),
+            )
         )
         # httpcore scans its whole pool on every request (an idle check and a poll() per
         # connection), so one pool of 64 connections costs about a millisecond a request.
@@ -157,11 +177,7 @@ class HttpTarget:
         # a client's cookie, redirect and auth machinery is not needed here
         # (docs/design/0004-run-journal.md).
         tls = httpx.create_ssl_context()  # one context: loading the CA bundle takes ~40 ms
-        self._headers = {
-            "User-Agent": f"faultline/{__version__}",
-            **headers,
-            "Content-Type": "application/json",
-        }
+        self._headers = {**headers, "Content-Type": "application/json"}  # the body is JSON
         self._timeouts = httpx.Timeout(params.timeout).as_dict()
         self._transports = [
             httpx.AsyncHTTPTransport(
@@ -286,6 +302,43 @@ def secret_forms(raw_values: Iterable[str]) -> tuple[str, ...]:
             encoded = {raw, quote(decoded, safe=""), quote_plus(decoded, safe="")}
             forms |= {decoded, *encoded, *(_lower_escapes(e) for e in encoded)}
     return tuple(sorted(f for f in forms if f))
+
+
+def secret_variants(secrets: Iterable[str]) -> tuple[str, ...]:
+    r"""The secrets, and each as a JSON text may write it, so an echo of either is scrubbed.
+
+    A server that puts a key into a JSON error body may escape its ``/`` as ``\/`` (PHP's
+    ``json_encode``), its non-ASCII characters as ``\uXXXX``, and a quote or a backslash.
+    """
+    forms: set[str] = set()
+    for secret in secrets:
+        if not secret:
+            continue
+        for form in (
+            secret,
+            json.dumps(secret)[1:-1],
+            json.dumps(secret, ensure_ascii=False)[1:-1],
+        ):
+            forms |= {form, form.replace("/", "\\/")}
+    return tuple(sorted(forms))
+
+
+def _credential(value: str) -> str:
+    """The credential of an ``Authorization``-style value: ``TOKEN`` of ``Bearer TOKEN``.
+
+    Servers echo the token alone ("Incorrect API key provided: TOKEN"), so it is a secret of
+    its own. A value that is not a scheme and a token is returned whole.
+    """
+    parts = value.split()
+    return parts[1] if len(parts) == 2 and parts[0].isalpha() else value
+
+
+def _basic_auth(username: str | None, password: str | None) -> str | None:
+    """The HTTP Basic credentials of a URL's ``user:password@``, or ``None`` without them."""
+    if not username and not password:
+        return None
+    pair = f"{unquote(username or '')}:{unquote(password or '')}"
+    return base64.b64encode(pair.encode("utf-8")).decode("ascii")
 
 
 def _lower_escapes(text: str) -> str:
