@@ -27,6 +27,7 @@ __all__ = [
     "missing_dirs",
     "open_for_reading",
     "read_text_file",
+    "reject_repeated_key",
     "repeated_key",
     "sha256_bytes",
     "sha256_file",
@@ -271,6 +272,25 @@ def repeated_key(raw: bytes | str, names: Iterable[str]) -> str | None:
     return None
 
 
+def reject_repeated_key(
+    raw: bytes | str, names: Iterable[str], error: type[InputError], path: Path, line: int
+) -> None:
+    """Raise ``error`` naming the field if the JSON object ``raw`` gives one of ``names`` twice.
+
+    Raises:
+        InputError: (of class ``error``) A field is given twice, or the text is nested too
+            deeply to check.
+    """
+    try:
+        key = repeated_key(raw, names)
+    except RecursionError:
+        raise error(TOO_DEEP, path=path, line=line) from None
+    if key is not None:  # a decoder keeps the last value without a word
+        raise error(
+            "is given more than once, expected each field once", path=path, line=line, field=key
+        )
+
+
 def jsonl_objects(
     text: str, path: Path, error: type[InputError], *, floats_as_written: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -297,15 +317,5 @@ def jsonl_objects(
             raise error(
                 f"expected a JSON object, got {describe_value(obj)}", path=path, line=number
             )
-        try:
-            key = repeated_key(raw, obj)
-        except RecursionError:
-            raise error(TOO_DEEP, path=path, line=number) from None
-        if key is not None:
-            raise error(
-                "is given more than once, expected each field once",
-                path=path,
-                line=number,
-                field=key,
-            )
+        reject_repeated_key(raw, obj, error, path, number)
         yield number, obj

@@ -34,7 +34,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, malformed_line, repeated_key
+from faultline._util.files import TOO_DEEP, malformed_line, reject_repeated_key
 from faultline._util.text import describe_value, did_you_mean, excerpt, one_of
 from faultline.errors import LabelError
 from faultline.probes.model import Expect
@@ -218,7 +218,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
     except RecursionError:
         raise LabelError(TOO_DEEP, path=path, line=line) from None
     else:
-        _reject_repeated(raw, path, line)
+        reject_repeated_key(raw, _FIELDS, LabelError, path, line)
         return row
     # Slow path, only on bad input: is the line JSON at all, and if so, which field is wrong?
     try:
@@ -228,18 +228,6 @@ def _decode_line(raw: bytes, path: Path, line: int) -> LabelledRow:
     except RecursionError:
         raise LabelError(TOO_DEEP, path=path, line=line) from None
     raise _explain_invalid(obj, message, path, line)
-
-
-def _reject_repeated(raw: bytes, path: Path, line: int) -> None:
-    """Raise if the row gives a field twice: the decoder keeps the last value without a word."""
-    try:
-        key = repeated_key(raw, _FIELDS)
-    except RecursionError:
-        raise LabelError(TOO_DEEP, path=path, line=line) from None
-    if key is not None:
-        raise LabelError(
-            "is given more than once, expected each field once", path=path, line=line, field=key
-        )
 
 
 def _explain_invalid(obj: Any, message: str, path: Path, line: int) -> LabelError:

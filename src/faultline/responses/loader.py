@@ -20,7 +20,12 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, malformed_line, open_for_reading, repeated_key
+from faultline._util.files import (
+    TOO_DEEP,
+    malformed_line,
+    open_for_reading,
+    reject_repeated_key,
+)
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import InputError, ResponseError
 from faultline.responses.model import Response
@@ -277,14 +282,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
         raise malformed_line(raw, exc, ResponseError, path, line) from None
     except RecursionError:
         raise ResponseError(TOO_DEEP, path=path, line=line) from None
-    try:
-        key = repeated_key(raw, _FIELDS)
-    except RecursionError:
-        raise ResponseError(TOO_DEEP, path=path, line=line) from None
-    if key is not None:  # the decoder kept the last value without a word
-        raise ResponseError(
-            "is given more than once, expected each field once", path=path, line=line, field=key
-        )
+    reject_repeated_key(raw, _FIELDS, ResponseError, path, line)
     _check_record(record, path, line)
     return record
 
