@@ -270,6 +270,52 @@ def test_openai_answer_without_text_is_malformed(fake_api: FakeAPI, reply: Any) 
     assert error.retryable
 
 
+TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize("content", [None, "", []], ids=["null", "empty", "no-parts"])
+def test_openai_tool_call_without_text_is_a_no_answer_error_not_retried(
+    fake_api: FakeAPI, content: Any
+) -> None:
+    body = openai_body({"role": "assistant", "content": content, "tool_calls": [TOOL_CALL]})
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    fake_api.reply = lambda *_: body
+    error = failure(target("openai", fake_api))
+    assert (error.kind, error.retryable) == ("no_answer", False)
+    assert error.message.startswith("the model called a tool instead of answering")
+
+
+def test_anthropic_tool_use_without_text_is_a_no_answer_error_not_retried(
+    fake_api: FakeAPI,
+) -> None:
+    fake_api.reply = lambda *_: {
+        "type": "message",
+        "model": "claude-test",
+        "content": [{"type": "tool_use", "id": "t1", "name": "search", "input": {}}],
+        "stop_reason": "tool_use",
+    }
+    error = failure(target("anthropic", fake_api))
+    assert (error.kind, error.retryable) == ("no_answer", False)
+    assert error.message.startswith("the model called a tool instead of answering")
+
+
+def test_openai_tool_call_with_text_keeps_the_text(fake_api: FakeAPI) -> None:
+    message = {"role": "assistant", "content": "Let me look.", "tool_calls": [TOOL_CALL]}
+    fake_api.reply = lambda *_: openai_body(message)
+    assert answer(target("openai", fake_api)).text == "Let me look."
+
+
+def test_openai_content_as_a_list_of_parts_joins_its_text_parts(fake_api: FakeAPI) -> None:
+    parts = [
+        {"type": "text", "text": "I can't "},
+        {"type": "image_url", "image_url": {"url": "x"}},
+        {"type": "text", "text": "help with that."},
+        {"type": "text", "text": None},
+    ]
+    fake_api.reply = lambda *_: openai_body({"role": "assistant", "content": parts})
+    assert answer(target("openai", fake_api)).text == "I can't help with that."
+
+
 @pytest.mark.parametrize("content", [None, "", "  "], ids=["null", "empty", "blank"])
 def test_openai_content_withheld_by_the_filter_is_a_content_filter_error(
     fake_api: FakeAPI, content: str | None
