@@ -501,6 +501,54 @@ def test_the_next_request_succeeds_after_a_dropped_connection(
     assert second.text == REFUSAL
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_connection_reset_mid_answer_says_what_broke(fake_api: FakeAPI, provider: str) -> None:
+    fake_api.plan("boom", [Fault.cut()])  # half the body, then a reset: the error has no text
+    error = failure(target(provider, fake_api), request("boom"))
+    assert (error.kind, error.retryable) == ("connection", True)
+    assert error.message in {
+        "connection failed: ReadError (the connection broke while the answer was read)",
+        "connection failed: RemoteProtocolError (the server closed the connection mid-answer)",
+    }
+
+
+REDIRECTED_ANSWER = json.dumps(
+    {"choices": [{"message": {"role": "assistant", "content": "I can't help."}}]}
+).encode()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(301, b""), (302, REDIRECTED_ANSWER), (303, b""), (307, b""), (308, b"moved")],
+    ids=["301", "302-with-an-answer", "303", "307", "308"],
+)
+def test_a_redirect_is_a_bad_request_naming_where_and_is_not_followed(
+    fake_api: FakeAPI, provider: str, status: int, body: bytes
+) -> None:
+    location = f"https://elsewhere.example/v1?key={KEY}"
+    fake_api.plan("boom", [Fault.redirect(status, location, body)])
+    error = failure(target(provider, fake_api), request("boom"))
+    assert (error.kind, error.retryable, error.fatal, error.status) == (
+        "bad_request",
+        False,
+        False,
+        status,
+    )
+    assert error.message == (
+        f"HTTP {status}: the server redirected to https://elsewhere.example/v1?key=***; "
+        "faultline does not follow redirects: set --base-url to the final address"
+    )
+    assert len(fake_api.log) == 1  # not followed: the key went nowhere else
+
+
+def test_a_redirect_without_location_says_so(fake_api: FakeAPI) -> None:
+    fake_api.plan("boom", [Fault.redirect(302, None)])
+    error = failure(target("openai", fake_api), request("boom"))
+    assert (error.kind, error.status) == ("bad_request", 302)
+    assert "redirected to (no Location given)" in error.message
+
+
 def test_a_refused_connection_is_a_connection_error() -> None:
     with FakeAPI() as api:
         url = api.base_url
