@@ -196,17 +196,10 @@ class FakeAPI:
         logged.fault = fault.kind if fault.kind != "status" else str(fault.status)
         with self._lock:
             self.log.append(logged)
-        if fault.kind == "drop":
+        if fault.kind in {"drop", "cut"}:
+            if fault.kind == "cut":
+                await self._half_then_reset(writer, path, body)
             writer.transport.abort()
-            return False
-        if fault.kind == "cut":
-            answer = json.dumps(self._answer(path, body)).encode()
-            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(answer)}\r\n\r\n"
-            writer.write(head.encode("latin-1") + answer[: len(answer) // 2])
-            await writer.drain()
-            sock = writer.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()  # with SO_LINGER 0: a reset, as a crashed proxy sends
             return False
         if fault.kind == "redirect":
             extra = {} if fault.location is None else {"Location": fault.location}
@@ -241,6 +234,17 @@ class FakeAPI:
         answer = self._answer(path, body) if self.reply is None else self.reply(path, body)
         await _send(writer, 200, json.dumps(answer).encode(), {})
         return True
+
+    async def _half_then_reset(
+        self, writer: asyncio.StreamWriter, path: str, body: dict[str, Any]
+    ) -> None:
+        """Half an answer, then (on abort) a reset: SO_LINGER 0, as a crashed proxy does."""
+        answer = json.dumps(self._answer(path, body)).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(answer)}\r\n\r\n"
+        writer.write(head.encode("latin-1") + answer[: len(answer) // 2])
+        await writer.drain()
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
     def _next_fault(self, prompt: str) -> Fault:
         with self._lock:

@@ -733,8 +733,9 @@ NOW = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timesta
         ({"retry-after-ms": "soon", "Retry-After": "9"}, 9.0),
         ({"Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT"}, 30.0),
         ({"Retry-After": "Wed, 21 Oct 2015 07:27:00 GMT"}, 0.0),
-        ({"Retry-After": "-5"}, 0.0),
-        ({"retry-after-ms": "-100"}, 0.0),
+        ({"Retry-After": "-5"}, None),  # no delay a server could mean: normal backoff
+        ({"retry-after-ms": "-100"}, None),
+        ({"retry-after-ms": "-100", "Retry-After": "2"}, 2.0),
         ({"Retry-After": "soon"}, None),
         ({"Retry-After": ""}, None),
         ({"Retry-After": "inf"}, None),
