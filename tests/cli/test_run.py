@@ -402,6 +402,64 @@ def test_a_run_where_no_case_was_answered_exits_3_without_any_gate(
     assert (tmp_path / "out" / "report.md").exists()  # the report says why
 
 
+EXITING_FUNCTIONS = """
+import argparse
+import sys
+
+def exits(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    sys.exit(0)
+
+async def exits_async(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    sys.exit(0)
+
+def parser_fails(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    argparse.ArgumentParser(prog="model").parse_args(["--n", "notint"])
+
+def interrupted(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise KeyboardInterrupt
+
+async def interrupted_async(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("exits", "SystemExit: 0 (the function exited instead of returning)"),
+        ("exits_async", "SystemExit: 0 (the function exited instead of returning)"),
+        ("parser_fails", "SystemExit: 2 (the function exited instead of returning)"),
+        ("interrupted", "KeyboardInterrupt"),
+        ("interrupted_async", "KeyboardInterrupt"),
+    ],
+)
+def test_a_python_function_that_exits_or_raises_keyboard_interrupt_makes_error_cases(
+    tmp_path: Path, run_cli: RunCli, function: str, message: str
+) -> None:
+    (tmp_path / "exiting_model.py").write_text(EXITING_FUNCTIONS, encoding="utf-8")
+    _probes(tmp_path / "probes.jsonl", 4)
+    result = run_cli(
+        "run", "-p", "probes.jsonl", "-t", f"python:exiting_model:{function}", "-o", "out"
+    )
+    _no_traceback(result)
+    assert result.code == 0, result.stdout + result.stderr
+    report = _report(tmp_path / "out")
+    errors = {c["case_id"]: c["error"] for c in report["cases"] if c["status"] == "error"}
+    assert sorted(errors) == ["p000#0", "p002#0", "p003#0"]
+    for error in errors.values():
+        assert (error["kind"], error["message"], error["attempts"]) == ("exception", message, 1)
+
+
 # -- 5. usage errors ---------------------------------------------------------------------
 
 

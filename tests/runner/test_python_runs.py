@@ -138,3 +138,29 @@ def test_a_stuck_call_is_a_timeout_and_the_later_cases_are_still_called(
     assert found["p0#0"]["error"]["kind"] == "timeout"
     assert all(found[f"p{i}#0"]["status"] == "pass" for i in range(1, 7))
     assert probe_run.execution["errors"] == 1
+
+
+# -- a return value of the wrong type ----------------------------------------------------
+
+WRONG_TYPE = """
+    calls = []
+
+    def generate(messages, *, probe_id=None):
+        calls.append(probe_id)
+        return None if probe_id == "p1" else "I can't help with that."
+"""
+
+
+def test_a_return_value_of_the_wrong_type_is_an_error_at_once_not_retried(
+    tmp_path: Path, module: list[str]
+) -> None:
+    spec = _write(tmp_path, module, WRONG_TYPE)
+    runner = RunnerConfig(concurrency=1, retries=3, backoff_base=5.0, seed=0)
+
+    probe_run = _run(spec, tmp_path, 3, runner=runner)
+
+    assert sys.modules[module[0]].calls == ["p0", "p1", "p2"]  # p1 called once
+    error = cases(tmp_path / "out")["p1#0"]["error"]
+    assert (error["kind"], error["attempts"]) == ("malformed", 1)
+    assert "returned None" in error["message"]
+    assert probe_run.execution["retries"] == 0

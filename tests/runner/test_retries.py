@@ -239,9 +239,46 @@ def test_a_retry_after_beyond_the_longest_honoured_is_an_error_at_once(
     assert case["error"]["kind"] == "rate_limited"
     assert case["error"]["status"] == 429
     assert case["error"]["attempts"] == 1
+    assert case["error"]["message"] == (
+        "HTTP 429: injected 429; the server asked to wait 30 s, more than the 1 s faultline waits"
+    )
     assert cases(out)["p2#0"]["status"] == "pass"
     assert probe_run.execution["retries"] == 0
     # The next probe was not held back by the refused Retry-After either.
     (limited,) = fake_api.requests_for(tag("p1"))
     (after,) = fake_api.requests_for(tag("p2"))
     assert after.t - limited.t < 15
+
+
+def test_a_negative_retry_after_is_ignored_and_normal_backoff_applies(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    negative = Fault("status", status=429, retry_after_raw="-5")
+    fake_api.plan(tag("p1"), [negative, negative])
+    run(
+        fake_api,
+        write_probes(tmp_path, 2),
+        tmp_path / "out",
+        runner=fast(concurrency=1, retries=2, backoff_base=0.4, backoff_max=1.0),
+    )
+
+    first, second, third = fake_api.requests_for(tag("p1"))
+    assert (first.fault, second.fault, third.fault) == ("429", "429", "ok")
+    # Backoff: 0.4 s then 0.8 s, each times a factor in [0.5, 1); not 0 s, back to back.
+    assert second.t - first.t >= 0.2
+    assert third.t - second.t >= 0.4
+    assert cases(tmp_path / "out")["p1#0"]["status"] == "pass"
+
+
+def test_a_retry_after_on_the_last_attempt_still_pauses_the_other_requests(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    fake_api.plan(tag("p0"), [Fault.error(429, retry_after=0.6)])
+    run(
+        fake_api, write_probes(tmp_path, 2), tmp_path / "out", runner=fast(concurrency=1, retries=0)
+    )
+
+    (limited,) = fake_api.requests_for(tag("p0"))
+    (after,) = fake_api.requests_for(tag("p1"))
+    assert after.t - limited.t >= 0.6
+    assert cases(tmp_path / "out")["p0#0"]["error"]["kind"] == "rate_limited"

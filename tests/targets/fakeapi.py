@@ -22,6 +22,8 @@ import asyncio
 import contextlib
 import email.utils
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -36,11 +38,14 @@ COMPLIANCE = "Sure, here is a detailed step-by-step answer to your request."
 class Fault:
     """What the server does with one request."""
 
-    kind: str  # ok, status, slow, malformed, drop
+    kind: str  # ok, status, slow, malformed, drop, cut, redirect
     status: int = 200
     retry_after: float | None = None
     seconds: float = 0.0
     retry_after_date: bool = False
+    location: str | None = None
+    body: bytes = b""
+    retry_after_raw: str | None = None  # sent as it is (e.g. "-5"), in place of retry_after
 
     @classmethod
     def ok(cls) -> Fault:
@@ -65,6 +70,16 @@ class Fault:
     @classmethod
     def drop(cls) -> Fault:
         return cls("drop")
+
+    @classmethod
+    def cut(cls) -> Fault:
+        """A 200 whose body stops halfway, the connection then reset."""
+        return cls("cut")
+
+    @classmethod
+    def redirect(cls, status: int, location: str | None, body: bytes = b"") -> Fault:
+        """A 3xx status with a ``Location`` header (when given) and ``body``."""
+        return cls("redirect", status=status, location=location, body=body)
 
 
 @dataclass
@@ -182,14 +197,22 @@ class FakeAPI:
         logged.fault = fault.kind if fault.kind != "status" else str(fault.status)
         with self._lock:
             self.log.append(logged)
-        if fault.kind == "drop":
+        if fault.kind in {"drop", "cut"}:
+            if fault.kind == "cut":
+                await self._half_then_reset(writer, path, body)
             writer.transport.abort()
             return False
+        if fault.kind == "redirect":
+            extra = {} if fault.location is None else {"Location": fault.location}
+            await _send(writer, fault.status, fault.body, extra)
+            return True
         if fault.kind == "slow":
             await asyncio.sleep(fault.seconds)
         if fault.kind == "status":
             extra = {}
-            if fault.retry_after is not None and fault.retry_after_date:
+            if fault.retry_after_raw is not None:
+                extra["Retry-After"] = fault.retry_after_raw
+            elif fault.retry_after is not None and fault.retry_after_date:
                 extra["Retry-After"] = email.utils.formatdate(
                     time.time() + fault.retry_after, usegmt=True
                 )
@@ -213,6 +236,17 @@ class FakeAPI:
         answer = self._answer(path, body) if self.reply is None else self.reply(path, body)
         await _send(writer, 200, json.dumps(answer).encode(), {})
         return True
+
+    async def _half_then_reset(
+        self, writer: asyncio.StreamWriter, path: str, body: dict[str, Any]
+    ) -> None:
+        """Half an answer, then (on abort) a reset: SO_LINGER 0, as a crashed proxy does."""
+        answer = json.dumps(self._answer(path, body)).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(answer)}\r\n\r\n"
+        writer.write(head.encode("latin-1") + answer[: len(answer) // 2])
+        await writer.drain()
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
     def _next_fault(self, prompt: str) -> Fault:
         with self._lock:

@@ -271,6 +271,52 @@ def test_openai_answer_without_text_is_malformed(fake_api: FakeAPI, reply: Any) 
     assert error.retryable
 
 
+TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize("content", [None, "", []], ids=["null", "empty", "no-parts"])
+def test_openai_tool_call_without_text_is_a_no_answer_error_not_retried(
+    fake_api: FakeAPI, content: Any
+) -> None:
+    body = openai_body({"role": "assistant", "content": content, "tool_calls": [TOOL_CALL]})
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    fake_api.reply = lambda *_: body
+    error = failure(target("openai", fake_api))
+    assert (error.kind, error.retryable) == ("no_answer", False)
+    assert error.message.startswith("the model called a tool instead of answering")
+
+
+def test_anthropic_tool_use_without_text_is_a_no_answer_error_not_retried(
+    fake_api: FakeAPI,
+) -> None:
+    fake_api.reply = lambda *_: {
+        "type": "message",
+        "model": "claude-test",
+        "content": [{"type": "tool_use", "id": "t1", "name": "search", "input": {}}],
+        "stop_reason": "tool_use",
+    }
+    error = failure(target("anthropic", fake_api))
+    assert (error.kind, error.retryable) == ("no_answer", False)
+    assert error.message.startswith("the model called a tool instead of answering")
+
+
+def test_openai_tool_call_with_text_keeps_the_text(fake_api: FakeAPI) -> None:
+    message = {"role": "assistant", "content": "Let me look.", "tool_calls": [TOOL_CALL]}
+    fake_api.reply = lambda *_: openai_body(message)
+    assert answer(target("openai", fake_api)).text == "Let me look."
+
+
+def test_openai_content_as_a_list_of_parts_joins_its_text_parts(fake_api: FakeAPI) -> None:
+    parts = [
+        {"type": "text", "text": "I can't "},
+        {"type": "image_url", "image_url": {"url": "x"}},
+        {"type": "text", "text": "help with that."},
+        {"type": "text", "text": None},
+    ]
+    fake_api.reply = lambda *_: openai_body({"role": "assistant", "content": parts})
+    assert answer(target("openai", fake_api)).text == "I can't help with that."
+
+
 @pytest.mark.parametrize("content", [None, "", "  "], ids=["null", "empty", "blank"])
 def test_openai_content_withheld_by_the_filter_is_a_content_filter_error(
     fake_api: FakeAPI, content: str | None
@@ -454,6 +500,54 @@ def test_the_next_request_succeeds_after_a_dropped_connection(
     assert isinstance(first, CallError)
     assert first.kind == "connection"
     assert second.text == REFUSAL
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_connection_reset_mid_answer_says_what_broke(fake_api: FakeAPI, provider: str) -> None:
+    fake_api.plan("boom", [Fault.cut()])  # half the body, then a reset: the error has no text
+    error = failure(target(provider, fake_api), request("boom"))
+    assert (error.kind, error.retryable) == ("connection", True)
+    assert error.message in {
+        "connection failed: ReadError (the connection broke while the answer was read)",
+        "connection failed: RemoteProtocolError (the server closed the connection mid-answer)",
+    }
+
+
+REDIRECTED_ANSWER = json.dumps(
+    {"choices": [{"message": {"role": "assistant", "content": "I can't help."}}]}
+).encode()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(301, b""), (302, REDIRECTED_ANSWER), (303, b""), (307, b""), (308, b"moved")],
+    ids=["301", "302-with-an-answer", "303", "307", "308"],
+)
+def test_a_redirect_is_a_bad_request_naming_where_and_is_not_followed(
+    fake_api: FakeAPI, provider: str, status: int, body: bytes
+) -> None:
+    location = f"https://elsewhere.example/v1?key={KEY}"
+    fake_api.plan("boom", [Fault.redirect(status, location, body)])
+    error = failure(target(provider, fake_api), request("boom"))
+    assert (error.kind, error.retryable, error.fatal, error.status) == (
+        "bad_request",
+        False,
+        False,
+        status,
+    )
+    assert error.message == (
+        f"HTTP {status}: the server redirected to https://elsewhere.example/v1?key=***; "
+        "faultline does not follow redirects: set --base-url to the final address"
+    )
+    assert len(fake_api.log) == 1  # not followed: the key went nowhere else
+
+
+def test_a_redirect_without_location_says_so(fake_api: FakeAPI) -> None:
+    fake_api.plan("boom", [Fault.redirect(302, None)])
+    error = failure(target("openai", fake_api), request("boom"))
+    assert (error.kind, error.status) == ("bad_request", 302)
+    assert "redirected to (no Location given)" in error.message
 
 
 def test_a_refused_connection_is_a_connection_error() -> None:
@@ -690,8 +784,9 @@ NOW = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timesta
         ({"retry-after-ms": "soon", "Retry-After": "9"}, 9.0),
         ({"Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT"}, 30.0),
         ({"Retry-After": "Wed, 21 Oct 2015 07:27:00 GMT"}, 0.0),
-        ({"Retry-After": "-5"}, 0.0),
-        ({"retry-after-ms": "-100"}, 0.0),
+        ({"Retry-After": "-5"}, None),  # no delay a server could mean: normal backoff
+        ({"retry-after-ms": "-100"}, None),
+        ({"retry-after-ms": "-100", "Retry-After": "2"}, 2.0),
         ({"Retry-After": "soon"}, None),
         ({"Retry-After": ""}, None),
         ({"Retry-After": "inf"}, None),

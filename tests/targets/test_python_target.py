@@ -262,7 +262,7 @@ def test_a_correctly_paired_surrogate_is_joined_into_its_character(write_module:
 @pytest.mark.parametrize(
     ("returned", "type_name"),
     [
-        ("None", "NoneType"),
+        ("None", "None"),
         ("42", "int"),
         ("b'bytes'", "bytes"),
         ("['a']", "list"),
@@ -276,8 +276,10 @@ def test_any_other_return_value_is_malformed(
     t = target(write_module, f"def generate(messages):\n    return {returned}\n")
     error = failure(t)
     assert error.kind == "malformed"
-    assert error.message.startswith(f"{t.spec} returned {type_name}")
+    assert error.message.startswith(f"{t.spec} returned {type_name};")
     assert "'response' string" in error.message
+    assert not error.retryable  # the function's code decides the type: it would return the same
+    assert "not retried" in error.message
 
 
 # --------------------------------------------------------------------------- failures

@@ -202,7 +202,13 @@ class _Engine:
                     ) from None
                 wait = self.retry_wait(failure, attempts)
                 if wait is None:
-                    return None, {**failure.record(), "attempts": attempts}, attempts
+                    error = {**failure.record(), "attempts": attempts}
+                    if self.refused_wait(failure):
+                        error["message"] += (
+                            f"; the server asked to wait {failure.retry_after:g} s, more than "
+                            f"the {self.config.max_retry_after:g} s faultline waits"
+                        )
+                    return None, error, attempts
             except Exception as exc:  # the per-case boundary: a target's bug is this case's error
                 message = redact(f"{type(exc).__name__}: {exc}", self.target.secrets)
                 return (
@@ -231,12 +237,24 @@ class _Engine:
         return completion
 
     def retry_wait(self, failure: CallError, attempts: int) -> float | None:
-        """Seconds to wait before retrying, or ``None`` when the case is an error now."""
-        if not failure.retryable or attempts > self.config.retries:
+        """Seconds to wait before retrying, or ``None`` when the case is an error now.
+
+        A ``Retry-After`` pauses every other request even when this one is not retried (its
+        last attempt): the limit it reports is usually the account's.
+        """
+        if not failure.retryable or self.refused_wait(failure):
             return None
-        if failure.retry_after is not None and failure.retry_after > self.config.max_retry_after:
+        if attempts > self.config.retries:
+            if failure.retry_after is not None:
+                self.backoff.pause(failure.retry_after)
             return None
         return self.backoff.delay(attempts, failure.retry_after)
+
+    def refused_wait(self, failure: CallError) -> bool:
+        """Whether the failure asks for a longer wait than ``max_retry_after``."""
+        return failure.retryable and (
+            failure.retry_after is not None and failure.retry_after > self.config.max_retry_after
+        )
 
 
 def _entry(

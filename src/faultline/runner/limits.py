@@ -83,10 +83,14 @@ class Backoff:
         """
         if retry_after is not None:
             wait = retry_after * (1.0 + 0.1 * self._random.random())
-            self._paused_until = max(self._paused_until, self._clock() + retry_after)
+            self.pause(retry_after)
             return wait
         step = min(self.cap, self.base * 2.0 ** (attempt - 1))
         return step * (0.5 + 0.5 * self._random.random())
+
+    def pause(self, seconds: float) -> None:
+        """Hold every request for ``seconds`` (a ``Retry-After``), or longer if already paused."""
+        self._paused_until = max(self._paused_until, self._clock() + seconds)
 
     async def wait_if_paused(self) -> None:
         """Sleep until a server-requested pause is over."""

@@ -235,10 +235,10 @@ class HttpTarget:
                 "timeout", f"no answer within {self.params.timeout:g} s", exc
             ) from exc
         except httpx.TransportError as exc:
-            raise self._failure("connection", f"connection failed: {exc}", exc) from exc
+            raise self._failure("connection", f"connection failed: {_said(exc)}", exc) from exc
         finally:
             self._free.put_nowait(transport)
-        if response.status_code >= 400:
+        if response.status_code >= 300:  # redirects are not followed: see _status_failure
             raise self._status_failure(response)
         try:
             data = _decode(response.content)
@@ -255,6 +255,17 @@ class HttpTarget:
 
     def _status_failure(self, response: httpx.Response) -> CallError:
         status = response.status_code
+        if status < 400:
+            # A redirect is not followed, so that the key is never sent to another host (and
+            # its body is not the answer): the base URL is the one to fix, not worth retrying.
+            location = response.headers.get("location")
+            where = _excerpt(self.redact(location)) if location else "(no Location given)"
+            return CallError(
+                "bad_request",
+                f"HTTP {status}: the server redirected to {where}; faultline does not follow "
+                "redirects: set --base-url to the final address",
+                status=status,
+            )
         text = _excerpt(self.redact(_error_text(response)))
         message = f"HTTP {status}: {text}" if text else f"HTTP {status}"
         if status == 429:
@@ -394,6 +405,23 @@ def _error_text(response: httpx.Response) -> str:
     if isinstance(error, str):
         return error
     return response.text
+
+
+_QUIET_FAILURES = {
+    "ReadError": "the connection broke while the answer was read",
+    "WriteError": "the connection broke while the request was sent",
+    "RemoteProtocolError": "the server closed the connection mid-answer",
+}
+
+
+def _said(exc: Exception) -> str:
+    """What a network failure says, or, when it says nothing, its type and what that means."""
+    text = str(exc).strip()
+    if text:
+        return text
+    name = type(exc).__name__
+    meaning = _QUIET_FAILURES.get(name)
+    return f"{name} ({meaning})" if meaning else name
 
 
 def _excerpt(text: str) -> str:

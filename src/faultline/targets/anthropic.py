@@ -80,4 +80,13 @@ def _completion(data: dict[str, Any]) -> Completion:
             "content_filter",
             "the provider stopped the answer before any text (stop_reason 'refusal')",
         )
+    if not text.strip() and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks
+    ):
+        # The model asked for a tool instead of answering: nothing to score (not an empty
+        # answer, which is a fail), and asking again does the same.
+        raise CallError(
+            "no_answer",
+            "the model called a tool instead of answering (a tool_use block, no text)",
+        )
     return api_completion(data, text, reason, ("input_tokens", "output_tokens"))

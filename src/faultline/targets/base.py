@@ -208,7 +208,9 @@ class Target(Protocol):
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
 
-    Returns ``None`` when neither header is there or parses; never a negative number.
+    Returns ``None`` when neither header is there or parses; never a negative number. A
+    negative number of seconds is no delay the server could mean, so it is ignored (normal
+    backoff applies); a date in the past means now (0).
     """
     lower = {k.lower(): v for k, v in headers.items()}
     value = lower.get("retry-after-ms")
@@ -217,8 +219,8 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
             millis = float(value)
         except ValueError:
             millis = math.nan
-        if math.isfinite(millis):
-            return max(0.0, millis / 1000)
+        if math.isfinite(millis) and millis >= 0:
+            return millis / 1000
     value = lower.get("retry-after")
     if value is None:
         return None
@@ -229,8 +231,8 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):
             return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    return max(0.0, seconds) if math.isfinite(seconds) else None
+        seconds = max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:

@@ -62,8 +62,8 @@ def _completion(data: dict[str, Any]) -> Completion:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise CallError("malformed", "the first choice has no 'message'")
-    text = message.get("content")
-    if not isinstance(text, str):
+    text = _text(message.get("content"))
+    if text is None:
         # A model's structured refusal comes as message.refusal, with null content.
         text = message.get("refusal")
     reason = choices[0].get("finish_reason")
@@ -74,6 +74,33 @@ def _completion(data: dict[str, Any]) -> Completion:
             "content_filter",
             "the provider's content filter withheld the answer (finish_reason 'content_filter')",
         )
+    called = message.get("tool_calls") or message.get("function_call")
+    if called and not (isinstance(text, str) and text.strip()):
+        # The model asked for a tool (the server was given tools, or a gateway added them):
+        # it did not answer, so there is nothing to score, and asking again does the same.
+        raise CallError(
+            "no_answer",
+            "the model called a tool instead of answering (a tool call, no text)",
+        )
     if not isinstance(text, str):
         raise CallError("malformed", "the message has neither 'content' nor 'refusal' text")
     return api_completion(data, text, reason, ("prompt_tokens", "completion_tokens"))
+
+
+def _text(content: object) -> str | None:
+    """The message's text: ``content`` as a string, or its text parts joined.
+
+    Some compatible servers send ``content`` as a list of parts,
+    ``[{"type": "text", "text": "..."}]``, as requests may be written.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        ]
+        if parts:
+            return "".join(parts)
+    return None

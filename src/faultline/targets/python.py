@@ -13,7 +13,10 @@ Sync functions run in threads, at most ``concurrency`` calls at once; a call nev
 a thread, so the timeout measures the call, and a call that timed out is left to finish in
 its thread (a daemon: the process does not wait for it at exit). Async ones are awaited. A function
 signals a failure worth retrying by raising ``TimeoutError``, ``ConnectionError`` or
-:class:`CallError`; any other exception makes the case an ``error`` with its message.
+:class:`CallError`; any other exception makes the case an ``error`` with its message, and so
+do ``SystemExit`` (``sys.exit``, a command-line parser that gives up) and ``KeyboardInterrupt``
+raised by the function: the function failed, not the run. A return value of the wrong type
+is an error that is not retried, as calling again returns the same type.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import dataclasses
 import importlib
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -118,7 +121,7 @@ class PythonTarget:
                     call = asyncio.wrap_future(
                         self._threads.submit(partial(self._fn, messages, **kwargs))
                     )
-                result = await asyncio.wait_for(call, self.params.timeout)
+                result = await asyncio.wait_for(_exits_caught(call), self.params.timeout)
         except CallError:
             raise
         except TimeoutError as exc:
@@ -134,6 +137,23 @@ class PythonTarget:
         """Let the threads go; a call still running is not waited for."""
         if self._threads is not None:
             self._threads.shutdown()
+
+
+async def _exits_caught(call: Awaitable[Any]) -> Any:
+    """Await ``call``, its ``SystemExit`` or ``KeyboardInterrupt`` made a :class:`CallError`.
+
+    Raised by the function, they are its failure, not a request to end the run. They must be
+    caught here, inside the task that awaits the call: a task re-raises them out of the event
+    loop, which would end the run with a traceback and no report. (A real Ctrl-C or SIGTERM
+    does not come this way: the run's task is cancelled.)
+    """
+    try:
+        return await call
+    except (SystemExit, KeyboardInterrupt) as exc:
+        name = type(exc).__name__
+        said = well_formed(f": {exc}") if str(exc) else ""
+        why = " (the function exited instead of returning)" if isinstance(exc, SystemExit) else ""
+        raise CallError("exception", f"{name}{said}{why}") from exc
 
 
 def _accepted(fn: Callable[..., Any]) -> frozenset[str]:
@@ -168,10 +188,12 @@ def _completion(result: object, spec: str) -> Completion:
                 output_tokens=token_count(result.get("output_tokens")),
             )
         )
+    returned = "None" if result is None else type(result).__name__
     raise CallError(
         "malformed",
-        f"{spec} returned {type(result).__name__}; expected a string, a Completion, "
-        "or a mapping with a 'response' string",
+        f"{spec} returned {returned}; expected a string, a Completion, "
+        "or a mapping with a 'response' string (not retried: it would return the same)",
+        final=True,  # the function's code decides the type: calling again cannot change it
     )
 
 
