@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +23,13 @@ settings.register_profile(
     "ci", deadline=None, max_examples=50, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+# The Ctrl-C tests send SIGINT to a faultline process they start. A process inherits an
+# ignored SIGINT (a shell without job control starts its background jobs so, and the whole
+# suite with them), and Python then never raises KeyboardInterrupt: the run would finish
+# instead of stopping. Handled here, the children start with SIGINT at its default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)
