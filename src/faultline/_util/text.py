@@ -56,9 +56,10 @@ def excerpt(text: str, limit: int = 80) -> str:
 # space, the BOM): a terminal runs escape sequences, and a reader is shown text in another
 # order than it is written. Joiners and direction marks stay: emoji and right-to-left scripts
 # need them.
-_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069\ufeff]")
+_BEYOND_C0 = "\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069\ufeff"
+_HIDDEN = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_BEYOND_C0}]")
 # The same and tab, line feed and carriage return, for one-line names.
-_HIDDEN_INLINE = re.compile("[\x00-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2066-\u2069\ufeff]")
+_HIDDEN_INLINE = re.compile(f"[\x00-\x1f{_BEYOND_C0}]")
 
 
 def visible(text: str, *, one_line: bool = False) -> str:

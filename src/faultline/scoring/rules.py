@@ -487,12 +487,7 @@ class _PackReader:
 
     def read_failure_modes(self, item: LineDict) -> tuple[str, ...]:
         modes = self.string_list(item, "failure_modes")
-        raw = item.get("failure_modes")
-        lines = (
-            raw.item_lines
-            if isinstance(raw, LineList)
-            else [item.line_of("failure_modes")] * len(modes)
-        )
+        lines = _item_lines(item, "failure_modes", item.line_of("failure_modes"))
         if modes and self.vocabulary is None:
             self.vocabulary = failure_mode_vocabulary()
         for i, (mode, line) in enumerate(zip(modes, lines, strict=True)):
