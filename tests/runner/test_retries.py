@@ -192,12 +192,17 @@ def test_an_answer_withheld_by_a_content_filter_is_not_retried_and_is_an_error_c
     assert cases(tmp_path / "out")["p0#0"]["status"] == "pass"
 
 
-@pytest.mark.parametrize("status", [401, 403, 404])
-def test_a_rejected_key_or_unknown_model_stops_the_run_keeping_the_journal(
+@pytest.mark.parametrize("status", [401, 403, 404, 302])
+def test_a_rejected_key_unknown_model_or_redirect_stops_the_run_keeping_the_journal(
     fake_api: FakeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-rejected-key-0123")
-    fake_api.plan(tag("p2"), [Fault.error(status)])
+    fault = (
+        Fault.redirect(status, "https://elsewhere.example/v1")
+        if status < 400
+        else Fault.error(status)
+    )
+    fake_api.plan(tag("p2"), [fault])
     out = tmp_path / "out"
 
     with pytest.raises(TargetError) as raised:

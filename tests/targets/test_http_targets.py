@@ -533,7 +533,7 @@ def test_a_redirect_is_a_bad_request_naming_where_and_is_not_followed(
     assert (error.kind, error.retryable, error.fatal, error.status) == (
         "bad_request",
         False,
-        False,
+        True,  # every request would be redirected: the run stops, as for a 404
         status,
     )
     assert error.message == (

@@ -257,7 +257,8 @@ class HttpTarget:
         status = response.status_code
         if status < 400:
             # A redirect is not followed, so that the key is never sent to another host (and
-            # its body is not the answer): the base URL is the one to fix, not worth retrying.
+            # its body is not the answer). The base URL is the one to fix: like a 404, every
+            # request would be redirected the same way, so the run stops.
             location = response.headers.get("location")
             where = _excerpt(self.redact(location)) if location else "(no Location given)"
             return CallError(
@@ -265,6 +266,7 @@ class HttpTarget:
                 f"HTTP {status}: the server redirected to {where}; faultline does not follow "
                 "redirects: set --base-url to the final address",
                 status=status,
+                fatal=True,
             )
         text = _excerpt(self.redact(_error_text(response)))
         message = f"HTTP {status}: {text}" if text else f"HTTP {status}"
