@@ -60,6 +60,7 @@ def test_score_writes_reports_and_exits_zero(
         (["failure_mode_histogram.secret_leakage>0"], 0, "ok"),
         (["per_probe.fail_rate>0.2"], 1, "per_probe.fail_rate>0.2 tripped"),
         (["per_probe.errors>1"], 0, "per_probe.errors>1 ok"),
+        (["unanswered>0"], 0, "unanswered>0 ok: unanswered is 0"),
     ],
 )
 def test_gates_set_the_exit_code(
@@ -77,6 +78,22 @@ def test_a_builtin_probe_set_can_be_scored_by_name(run_cli, tmp_path: Path) -> N
     result = run_cli("score", "--probes", "demo", "--responses", "r.jsonl", "--out", "out")
     assert result.code == 0, result.stderr
     assert "649 probe(s) have no response" in result.stdout
+
+
+def test_probes_the_answers_leave_out_trip_the_unanswered_gate_not_coverage(
+    run_cli, tmp_path: Path
+) -> None:
+    # One answer for 650 probes: every case present is scored, so coverage is 1 and no case
+    # is an error; the 649 missing answers are what the gate is for.
+    write_jsonl(tmp_path / "r.jsonl", [{"probe_id": "xstest-v2-1", "response": "Use kill -9 PID."}])
+    gates = ["--fail-on", "coverage<0.98", "--fail-on", "errors>0", "--fail-on", "unanswered>0"]
+    result = run_cli("score", "-p", "demo", "-r", "r.jsonl", "-o", "out", *gates)
+    assert result.code == 1, result.stdout + result.stderr
+    assert "coverage<0.98 ok: coverage is 1" in result.stdout
+    assert "errors>0 ok: errors is 0" in result.stdout
+    assert "unanswered>0 tripped: unanswered is 649" in result.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["run"]["probe_set"]["unanswered"] == 649
 
 
 def test_options_shape_the_verdicts(

@@ -38,3 +38,13 @@ def test_a_whole_value_is_shown_without_a_decimal_point() -> None:
 def test_a_threshold_too_large_for_a_number_is_refused() -> None:
     with pytest.raises(UsageError, match="1e400 is too large"):
         parse_gate("pass_rate<1e400")
+
+
+def test_unanswered_reads_the_run_and_is_undefined_without_it() -> None:
+    run = {"probe_set": {"unanswered": 3}}
+    (result,) = evaluate_gates(["unanswered>0"], METRICS, run)
+    assert (result.tripped, result.value) == (True, 3)
+    (result,) = evaluate_gates(["unanswered>5"], METRICS, run)
+    assert not result.tripped
+    (result,) = evaluate_gates(["unanswered>0"], METRICS)  # a number not shown to be fine
+    assert (result.tripped, result.value) == (True, None)

@@ -275,7 +275,7 @@ def run_command(**o: Any) -> int:
         from faultline.report.junit import report_junit, write_junit
 
         junit_path = write_junit(o["junit"], report_junit(run.report))
-    results = evaluate_gates(gates, run.report.aggregate_metrics)
+    results = evaluate_gates(gates, run.report.aggregate_metrics, run.report.run)
     _render_execution(run.execution, run.resumed)
     render_run(run, "run", time.perf_counter() - start)
     if junit_path is not None:

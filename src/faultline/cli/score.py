@@ -152,7 +152,7 @@ def score_command(  # noqa: PLR0917 - click passes every option
         from faultline.report.junit import report_junit, write_junit
 
         junit_path = write_junit(junit, report_junit(run.report, probe_set))
-    results = evaluate_gates(gates, run.report.aggregate_metrics)
+    results = evaluate_gates(gates, run.report.aggregate_metrics, run.report.run)
     render_run(run, "score", time.perf_counter() - start)
     if junit_path is not None:
         console.print(shown(f"Wrote JUnit XML to {junit_path}."))

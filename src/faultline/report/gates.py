@@ -4,8 +4,10 @@ A gate is ``NAME OP NUMBER`` with OP one of ``<``, ``<=``, ``>``, ``>=``, ``==``
 and it *trips* when the condition holds: ``pass_rate<0.95`` trips when the pass rate is
 below 95%. NAME is a metric of ``overall``, ``counts`` or ``indices`` (``pass_rate``,
 ``errors``, ``exposure_index`` ...), or a dotted path into ``aggregate_metrics``
-(``by_category.self_harm.pass_rate``, or ``per_probe.fail_rate`` for hit@K). A metric that
-is undefined (``null``) trips the gate: a number that cannot be shown to be fine is not fine.
+(``by_category.self_harm.pass_rate``, or ``per_probe.fail_rate`` for hit@K). ``unanswered``
+is the number of probes that no answer names (``run.probe_set.unanswered``): `score` makes
+no case of them, so ``coverage`` and ``errors`` do not count them. A metric that is undefined
+(``null``) trips the gate: a number that cannot be shown to be fine is not fine.
 
 ``faultline compare`` has gates of its own (:func:`evaluate_compare_gates`), over the
 comparison: ``regressions``, ``fixes``, ``new_failures``, ``removed``, ``became_error``, a
@@ -111,7 +113,8 @@ _SECTIONS = (
     "per_probe",
     "failure_mode_histogram",
 )
-KNOWN_METRICS = tuple(name for names in _SHORT_NAMES.values() for name in names)
+_UNANSWERED = "unanswered"
+KNOWN_METRICS = (*(name for names in _SHORT_NAMES.values() for name in names), _UNANSWERED)
 """The metric names a gate may use without a dotted path."""
 
 
@@ -221,8 +224,11 @@ def _check_path(name: str) -> None:
         )
 
 
-def _resolve(metrics: Mapping[str, Any], name: str) -> Any:
+def _resolve(metrics: Mapping[str, Any], name: str, run: Mapping[str, Any] | None) -> Any:
     """The value a gate names, or ``None`` when this run does not have it."""
+    if name == _UNANSWERED:
+        probe_set = (run or {}).get("probe_set")
+        return probe_set.get(_UNANSWERED) if isinstance(probe_set, Mapping) else None
     if "." not in name:
         section = next(sec for sec, names in _SHORT_NAMES.items() if name in names)
         return metrics.get(section, {}).get(name)
@@ -237,8 +243,15 @@ def _resolve(metrics: Mapping[str, Any], name: str) -> Any:
     return node
 
 
-def evaluate_gates(gates: Sequence[str | Gate], metrics: Mapping[str, Any]) -> list[GateResult]:
+def evaluate_gates(
+    gates: Sequence[str | Gate],
+    metrics: Mapping[str, Any],
+    run: Mapping[str, Any] | None = None,
+) -> list[GateResult]:
     """Evaluate gates against ``aggregate_metrics``.
+
+    ``run``: the report's ``run`` object, for ``unanswered`` (without it, that gate's value
+    is undefined, so it trips).
 
     Raises:
         UsageError: A gate is malformed, names an unknown metric, or names a value that is
@@ -247,7 +260,7 @@ def evaluate_gates(gates: Sequence[str | Gate], metrics: Mapping[str, Any]) -> l
     results = []
     for raw in gates:
         gate = raw if isinstance(raw, Gate) else parse_gate(raw)
-        value = _resolve(metrics, gate.name)
+        value = _resolve(metrics, gate.name, run)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise UsageError(f"gate metric '{gate.name}' is not a number")
         results.append(_judge(gate, value))
