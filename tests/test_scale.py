@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,7 +25,7 @@ from faultline import score_files
 from faultline.errors import ResponseError
 from faultline.report.build import rerender_report
 from faultline.report.parquet import CASE_SCHEMA, case_of_row
-from tests.conftest import Result, check_report, faultline_cli, write_jsonl
+from tests.conftest import ROOT, Result, check_report, faultline_cli, write_jsonl
 from tests.test_pipeline import FIXED, _write_run
 
 
@@ -526,3 +527,21 @@ def test_a_bad_scheduler_address_is_bad_usage_and_a_cluster_without_workers_exit
     assert "Traceback" not in empty.stderr
     assert f"the Dask cluster at {cluster.scheduler_address} failed" in empty.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_documented_way_of_reading_cases_parquet_runs_as_written(
+    tmp_path: Path, run_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes, responses = run_files
+    report = _run(probes, responses, tmp_path / "out", cases_inline_max=100)
+    text = (ROOT / "docs" / "report-format.md").read_text(encoding="utf-8")
+    (snippet,) = [
+        b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "cases.parquet" in b
+    ]
+    monkeypatch.chdir(tmp_path)  # the snippet reads out/cases.parquet
+    scope: dict[str, Any] = {}
+    exec(compile(snippet, "docs/report-format.md", "exec"), scope, scope)
+    failed = scope["failed"]
+    assert failed.column_names == ["case_id", "status", "risk_score"]
+    assert failed.num_rows == report["aggregate_metrics"]["counts"]["failed"] > 0
+    assert set(failed.column("status").to_pylist()) == {"fail"}
