@@ -1068,6 +1068,35 @@ def test_score_warns_when_the_calibration_measured_another_learned_model(
     assert "Warning" not in (tmp_path / "same" / "report.md").read_text(encoding="utf-8")
 
 
+def test_score_warns_when_the_calibration_measured_the_rules_alone_and_the_run_did_not(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    scoring_files: tuple[str, str],
+    hand_dir: Path,
+    rules_only_run: Result,
+) -> None:
+    calibration = str(hand_dir / "rules-only" / "calibration.json")
+    probes, responses = scoring_files
+    result = run_cli(
+        "score", "-p", probes, "-r", responses, "-o", "out", "--calibration", calibration
+    )
+    assert result.code == 0, result.stderr
+    warning = (
+        "Warning: calibrated with the rules alone, but this run used learned signal default "
+        f"{load_learned('default').version}"
+    )
+    assert warning in _flat(result.stderr)
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert warning in _flat(_section(markdown, "Rule precision (calibration)"))
+    # A run with the rules alone reads only the rules' precision: nothing to warn about.
+    alone = run_cli(
+        "score", "-p", probes, "-r", responses, "-o", "alone", "--rules-only",
+        "--calibration", calibration,
+    )  # fmt: skip
+    assert alone.code == 0, alone.stderr
+    assert "Warning" not in alone.stderr
+
+
 # --------------------------------------------------------------------------- 7. hostile text
 
 

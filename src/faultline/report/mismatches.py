@@ -50,7 +50,9 @@ def scorer_mismatches(run: Mapping[str, Any], named: Named = plain_named) -> lis
       records its rules);
     - the calibration measured another rule pack than ``run.rules``;
     - the calibration measured another learned model than ``run.learned`` (by sha256, or by
-      name and version when the calibration records no sha256, as ``--train``'s does).
+      name and version when the calibration records no sha256, as ``--train``'s does), or
+      none (``--rules-only``) where the run used one. A run with the rules alone reads only
+      the rules' precision, which does not depend on the learned signal: no warning.
 
     Args:
         run: ``rules``, ``learned`` (with its ``rules``) and ``calibration``, if any.
@@ -84,6 +86,14 @@ def scorer_mismatches(run: Mapping[str, Any], named: Named = plain_named) -> lis
             )
         )
     calibrated = _part(scorer.get("learned"))
+    if "learned" in scorer and calibrated is None and isinstance(learned, Mapping):
+        found.append(
+            Mismatch(
+                "calibration",
+                f"calibrated with the rules alone, but this run used learned signal "
+                f"{named(learned)}; learned.refusal and learned.harm have no measured precision",
+            )
+        )
     if calibrated and isinstance(learned, Mapping) and _differ(calibrated, learned):
         found.append(
             Mismatch(
