@@ -543,6 +543,12 @@ def test_mapped_column_that_is_not_in_the_file(tmp_path: Path) -> None:
     assert "did you mean 'prompt'?" in str(error)
 
 
+def test_a_mapped_csv_column_is_matched_ignoring_case(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.csv", "PROMPT\nhello there\n")
+    (probe,) = import_probes(path, "csv", mapping={"input": "prompt"})
+    assert probe["input"] == "hello there"
+
+
 @pytest.mark.parametrize(
     ("mapping", "key", "hint"),
     [

@@ -211,6 +211,9 @@ def _columns(
     columns: dict[str, str] = {}
     for name in form.required + form.optional:
         actual = mapping.get(name, lower.get(name.lower()))
+        if actual is not None and actual not in found:
+            # A column named by --map is matched ignoring case too, as the built-in names are.
+            actual = lower.get(actual.strip().lower(), actual)
         if strict and actual is not None and actual not in found:
             raise ProbeError(
                 f"has no column '{actual}' (named by --map {name}={actual}); columns found: "
