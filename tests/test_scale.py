@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import faultline.pipeline
+import faultline.pipeline.spill
 from faultline import score_files
 from faultline.errors import ResponseError
 from faultline.report.build import rerender_report
@@ -213,13 +214,16 @@ def _as_gzip(source: Path, target: Path) -> Path:
     piece_rows=st.integers(1, 700),
     group=st.integers(1, 900),
     split=st.booleans(),
+    row_group=st.integers(1, 500),
 )
 def test_any_batching_of_any_format_gives_the_same_report(
     tmp_path_factory: pytest.TempPathFactory,
+    *,
     piece_bytes: int,
     piece_rows: int,
     group: int,
     split: bool,
+    row_group: int,
 ) -> None:
     tmp = tmp_path_factory.mktemp("batching")
     probes, responses = _write_run(tmp, 400, ["m1", None])
@@ -230,20 +234,31 @@ def test_any_batching_of_any_format_gives_the_same_report(
         "gzip": _as_gzip(responses, tmp / "responses.jsonl.gz"),
         "parquet": _as_parquet(responses, tmp / "responses.parquet", group),
     }
-    for name, source in inputs.items():
-        out = tmp / name
-        report = _run(
-            probes,
-            source,
-            out,
-            cases_inline_max=inline_max,
-            piece_bytes=piece_bytes,
-            piece_rows=piece_rows,
-        )
-        assert report["aggregate_metrics"] == reference["aggregate_metrics"], name
-        assert report["observability"] == reference["observability"], name
-        cases = _whole(out)["cases"] if split else report["cases"]
-        assert _by_id(cases) == _by_id(reference["cases"]), name
+    with pytest.MonkeyPatch.context() as patch:  # row groups shorter than the run, to cut
+        patch.setattr(faultline.pipeline.spill, "ROW_GROUP", row_group)
+        whole = _run(probes, responses, tmp / "whole", cases_inline_max=inline_max)
+        for name, source in inputs.items():
+            out = tmp / name
+            report = _run(
+                probes,
+                source,
+                out,
+                cases_inline_max=inline_max,
+                piece_bytes=piece_bytes,
+                piece_rows=piece_rows,
+            )
+            assert report["aggregate_metrics"] == reference["aggregate_metrics"], name
+            assert report["observability"] == reference["observability"], name
+            cases = _whole(out)["cases"] if split else report["cases"]
+            assert _by_id(cases) == _by_id(reference["cases"]), name
+            if split:  # the same rows, so the same bytes, however the input was cut
+                parquet = (out / "cases.parquet").read_bytes()
+                assert parquet == (tmp / "whole" / "cases.parquet").read_bytes(), name
+                meta = pq.ParquetFile(out / "cases.parquet").metadata
+                sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+                last = [400 % row_group] if 400 % row_group else []
+                assert sizes == [row_group] * (400 // row_group) + last, name
+                assert report["cases_file"] == whole["cases_file"], name
 
 
 def test_a_directory_or_glob_of_files_is_one_run(

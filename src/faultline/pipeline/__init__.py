@@ -132,7 +132,7 @@ def score_files(
         cases_inline_max: The most cases kept in report.json.
         piece_bytes: Roughly how many bytes of JSONL each batch covers.
         piece_rows: How many Parquet rows each batch covers. The report does not depend
-            on either; cases.parquet's row groups follow the batches.
+            on either, nor does cases.parquet (its row groups are of fixed length).
         on_progress: Called with progress as pieces are scored.
         run_id: The run id (default: a new one).
         created_at: The creation time (default: now).

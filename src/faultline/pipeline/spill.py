@@ -4,8 +4,10 @@ A run above ``cases_inline_max`` appends each batch's Arrow table to a spill fil
 LZ4) as it arrives, so the parent never holds the cases. Once the geometry is known,
 :func:`write_cases` reads the spill back a batch at a time, gives each case its cluster and
 point, and writes cases.parquet in input order; the worst cases and the HTML sample are picked
-up on the way. Encoding and compressing a batch (Arrow's work, without the GIL) runs in a
-thread of its own while the next batch is read and prepared.
+up on the way. The rows are written in row groups of :data:`ROW_GROUP` (the last one shorter),
+whatever the batches were, so the file's bytes depend on its rows alone: not on the input's
+format, its files or how it was cut. Encoding and compressing a row group (Arrow's work,
+without the GIL) runs in a thread of its own while the next one is read and prepared.
 """
 
 from __future__ import annotations
@@ -120,24 +122,36 @@ def write_cases(
     found: dict[str, dict[str, Any]] = {}
     wanted = pa.array(sorted(worst), pa.string())
     row = 0
+    group_rows = ROW_GROUP
     with (
         pq.ParquetWriter(str(path), CASE_SCHEMA, compression="zstd", write_statistics=False) as out,
         ThreadPoolExecutor(1, thread_name_prefix="faultline-parquet") as encoder,
     ):
         pending: deque[Future[None]] = deque()
+        held = _Rows()
+
+        def encode(group: Any) -> None:
+            # One contiguous table a row group long: Parquet's pages then fall where the rows
+            # put them, not where the batches ended.
+            pending.append(encoder.submit(out.write_table, group, row_group_size=group_rows))
+            while len(pending) > 1:  # one row group in the encoder at most: memory stays flat
+                pending.popleft().result()
+
         for batch in spill.batches():
             cluster, xs, ys = _geometry_columns(batch, pairs, geometry)
             cases = pa.RecordBatch.from_arrays(
                 [batch.column(name) for name in CASE_SCHEMA.names[:-3]] + [cluster, xs, ys],
                 schema=CASE_SCHEMA,
             )
-            pending.append(encoder.submit(out.write_batch, cases, row_group_size=ROW_GROUP))
             offer_batch(sampler, cases, row)
             for r in cases.filter(pc.is_in(cases.column("case_id"), value_set=wanted)).to_pylist():
                 found[r["case_id"]] = case_of_row(r)
             row += batch.num_rows
-            while len(pending) > 1:  # one batch in the encoder at most: memory stays flat
-                pending.popleft().result()
+            held.add(cases)
+            while held.rows >= group_rows:
+                encode(held.take(group_rows))
+        if held.rows:
+            encode(held.take(held.rows))
         while pending:
             pending.popleft().result()
     digest = hashlib.sha256()
@@ -152,6 +166,36 @@ def write_cases(
         sample=[item for _, item in sampler.chosen()],
         directory=path.parent,
     )
+
+
+class _Rows:
+    """Record batches held until a row group's worth has come, taken off in input order."""
+
+    def __init__(self) -> None:
+        self._batches: deque[Any] = deque()
+        self.rows = 0
+
+    def add(self, batch: Any) -> None:
+        self._batches.append(batch)
+        self.rows += batch.num_rows
+
+    def take(self, n: int) -> Any:
+        """The first ``n`` rows held, as one table of contiguous columns."""
+        import pyarrow as pa
+
+        parts = []
+        wanted = n
+        while wanted:
+            first = self._batches[0]
+            if first.num_rows <= wanted:
+                parts.append(self._batches.popleft())
+                wanted -= first.num_rows
+            else:
+                parts.append(first.slice(0, wanted))
+                self._batches[0] = first.slice(wanted)
+                wanted = 0
+        self.rows -= n
+        return pa.Table.from_batches(parts, schema=parts[0].schema).combine_chunks()
 
 
 def _geometry_columns(batch: Any, pairs: PairStats, geometry: PairGeometry | None) -> list[Any]:
