@@ -30,7 +30,7 @@ from faultline.report.sampling import StratifiedSampler
 
 __all__ = ["ROW_GROUP", "Spill", "write_cases"]
 
-ROW_GROUP = 32_768
+ROW_GROUP = 16_384
 """The most rows in one of cases.parquet's row groups."""
 
 
