@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,51 @@ def test_the_summary_says_where_the_cases_it_leaves_out_are(
     assert "… and 22 more: compare.md lists the first 20, compare.json all 27" in result.stdout
     md = (tmp_path / "faultline-compare" / "compare.md").read_text(encoding="utf-8")
     assert "… and 7 more (compare.json lists them all)." in md
+
+
+def _scored(tmp_path: Path, name: str, n: int, passing: int) -> Path:
+    """A run of ``n`` weapons probes whose first ``passing`` answers refuse."""
+    probes = write_jsonl(tmp_path / "probes.jsonl", _weapons(n))
+    answers = [
+        {"probe_id": f"w{i:02d}", "response": REFUSAL if i < passing else STEPS} for i in range(n)
+    ]
+    score_files(probes, write_jsonl(tmp_path / f"{name}.jsonl", answers), tmp_path / name)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize(
+    ("runs", "gates", "code"),
+    [  # 30% → 10%: 0.1 - 0.3 is -0.19999999999999998 in floats
+        (((10, 3), (10, 1)), {"pass_rate_drop>=0.2": "tripped: pass_rate_drop is 0.2"}, 1),
+        (((10, 1), (10, 3)), {"pass_rate_rise>=0.2": "tripped: pass_rate_rise is 0.2"}, 1),
+        (  # 97% → 95%: a drop of exactly two points is not more than two (0.020000000000000018)
+            ((100, 97), (100, 95)),
+            {
+                "pass_rate_drop>0.02": "ok: pass_rate_drop is 0.02",
+                "severity_weighted_pass_rate_drop>0.02": "ok: severity_weighted_pass_rate_drop is 0.02",
+            },
+            0,
+        ),
+    ],
+)  # fmt: skip
+def test_a_change_gate_set_at_exactly_the_change_is_decided_by_the_change_shown(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    runs: tuple[tuple[int, int], tuple[int, int]],
+    gates: dict[str, str],
+    code: int,
+) -> None:
+    base, new = runs
+    _scored(tmp_path, "base", *base)
+    _scored(tmp_path, "new", *new)
+    result = run_cli("compare", "base", "new", *(a for g in gates for a in ("--fail-on", g)))
+    assert result.code == code, result.stdout + result.stderr
+    for gate, shown in gates.items():
+        assert f"gate {gate} {shown}" in result.stdout
+    data = json.loads((tmp_path / "faultline-compare" / "compare.json").read_text("utf-8"))
+    delta = data["metrics"]["pass_rate"][
+        "delta"
+    ]  # the change the gates judged, and compare.md shows
+    assert delta == float(Fraction(new[1], new[0]) - Fraction(base[1], base[0]))
+    md = (tmp_path / "faultline-compare" / "compare.md").read_text("utf-8")
+    assert f"| {100 * delta:+.1f} pts |" in md

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import math
+import operator
 import random
 import re
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.conftest import CHANGED_RESPONSES, write_jsonl
 
@@ -219,7 +223,9 @@ def test_each_metric_knows_which_way_is_better(
     result = compare(report(cases, overall={name: before}), report(cases, overall={name: after}))
     m = result["metrics"][name]
     assert (m["base"], m["new"], m["direction"]) == (before, after, direction)
-    assert m["delta"] == (None if before is None or after is None else after - before)
+    # the change of the numbers as written (0.8 - 0.9 is -0.1, not -0.09999999999999998)
+    exact = None if before is None or after is None else Decimal(str(after)) - Decimal(str(before))
+    assert m["delta"] == (None if exact is None else float(exact))
 
 
 def test_indices_and_counts_have_directions(changed: dict[str, Any]) -> None:
@@ -331,6 +337,128 @@ def test_a_duplicate_case_id_is_refused() -> None:
     twice = report([case("a#0", "pass"), case("a#0", "fail")])
     with pytest.raises(ValueError, match="appears twice in the new report"):
         compare(report([case("a#0", "pass")]), twice)
+
+
+# ---- changes and the gates on them: exact, not float noise -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "gate", "tripped", "shown"),
+    [
+        (0.3, 0.1, "pass_rate_drop>=0.2", True, "0.2"),  # 0.1 - 0.3 = -0.19999999999999998
+        (0.1, 0.3, "pass_rate_rise>=0.2", True, "0.2"),
+        (0.3, 0.1, "pass_rate_drop>0.2", False, "0.2"),
+        (0.97, 0.95, "pass_rate_drop>0.02", False, "0.02"),  # 0.020000000000000018
+        (0.97, 0.95, "pass_rate_drop>=0.02", True, "0.02"),
+        (0.97, 0.95, "severity_weighted_pass_rate_drop>0.02", False, "0.02"),
+        (0.03, 0.05, "fail_rate_rise>0.02", False, "0.02"),  # 0.020000000000000004
+        (0.7, 0.7, "pass_rate_drop>0", False, "0"),
+    ],
+)
+def test_a_gate_on_a_change_compares_the_change_as_compare_json_shows_it(
+    before: float, after: float, gate: str, tripped: bool, shown: str
+) -> None:
+    metric = gate.partition("_drop")[0].partition("_rise")[0]
+    cases = [case("a#0", "pass")]
+    result = compare(
+        report(cases, overall={metric: before}), report(cases, overall={metric: after})
+    )
+    (judged,) = evaluate_compare_gates([gate], result)
+    assert judged.tripped is tripped
+    assert (
+        judged.describe()
+        == f"{gate} {'tripped' if tripped else 'ok'}: {gate[: len(metric) + 5]} is {shown}"
+    )
+    delta = result["metrics"][metric]["delta"]
+    assert abs(delta) == float(shown)
+    assert json.loads(json.dumps(result))["metrics"][metric]["delta"] == delta
+
+
+def test_the_views_and_compare_json_show_the_change_the_gate_judged() -> None:
+    cases = [case("a#0", "pass")]
+    base, new = report(cases, overall={"pass_rate": 0.3}), report(cases, overall={"pass_rate": 0.1})
+    result = compare(base, new)
+    assert result["metrics"]["pass_rate"]["delta"] == -0.2
+    assert "| Pass rate | 30.0% | 10.0% | -20.0 pts | ▼ worse |" in render_compare_markdown(result)
+    (judged,) = evaluate_compare_gates(["pass_rate_drop>=0.2"], result)
+    assert judged.describe() == "pass_rate_drop>=0.2 tripped: pass_rate_drop is 0.2"
+
+
+def test_a_change_that_is_float_noise_is_no_change() -> None:
+    cases = [case("a#0", "pass")]
+    before, after = 0.1 + 0.2, 0.3  # 0.30000000000000004 and 0.3: the same rate, summed otherwise
+    result = compare(
+        report(cases, overall={"pass_rate": before}), report(cases, overall={"pass_rate": after})
+    )
+    m = result["metrics"]["pass_rate"]
+    assert (m["delta"], m["direction"]) == (0.0, "same")
+    assert math.copysign(1, m["delta"]) == 1  # not -0.0, which compare.json would show as such
+    assert "| Pass rate | 30.0% | 30.0% | 0.0 pts | same |" in render_compare_markdown(result)
+
+
+def test_a_category_change_is_rounded_the_same_way() -> None:
+    base = report([case(f"c{i}#0", "pass" if i < 3 else "fail") for i in range(10)])
+    new = report([case(f"c{i}#0", "pass" if i < 1 else "fail") for i in range(10)])
+    weapons = compare(base, new)["by_category"]["weapons"]
+    assert (weapons["base_pass_rate"], weapons["new_pass_rate"]) == (0.3, 0.1)
+    assert weapons["delta"] == -0.2
+
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_OPS |= {"==": operator.eq, "!=": operator.ne}
+
+
+_DENOMINATORS = st.one_of(  # a rate over a divisor of 1,000 has a change of three decimals
+    st.sampled_from([d for d in range(1, 1001) if 1000 % d == 0]), st.integers(1, 10_000)
+)
+_RATES = _DENOMINATORS.flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n)))
+
+
+@given(
+    _RATES,
+    _RATES,
+    st.sampled_from(sorted(_OPS)),
+    st.sampled_from(["_drop", "_rise"]),
+    st.one_of(st.integers(-1, 1), st.integers(-1000, 1000).map(str)),
+)
+@example((3, 10), (1, 10), ">=", "_drop", 0)  # 30% to 10%: a drop of 0.19999999999999998
+@example((97, 100), (95, 100), ">", "_drop", 0)  # 0.020000000000000018
+def test_a_change_gate_agrees_with_exact_arithmetic(
+    base: tuple[int, int], new: tuple[int, int], op: str, suffix: str, threshold: int | str
+) -> None:
+    """Rates of up to 10,000 cases against a threshold of three decimals: the change itself,
+    a thousandth off (an int: that many thousandths from the change) or any (a string of
+    thousandths). The gate trips exactly when the true change, in fractions, meets the
+    condition, whatever the floats."""
+    a, b = Fraction(*base), Fraction(*new)
+    true_change = a - b if suffix == "_drop" else b - a
+    thousandths = (
+        int(threshold) if isinstance(threshold, str) else round(true_change * 1000) + threshold
+    )
+    limit = Decimal(thousandths) / 1000
+    cases = [case("a#0", "pass")]
+    result = compare(
+        report(cases, overall={"pass_rate": float(a)}),
+        report(cases, overall={"pass_rate": float(b)}),
+    )
+    (judged,) = evaluate_compare_gates([f"pass_rate{suffix}{op}{limit}"], result)
+    assert judged.tripped is _OPS[op](true_change, Fraction(limit))
+
+
+def test_every_change_between_two_whole_percentages_is_exactly_that_many_points() -> None:
+    cases = [case("a#0", "pass")]
+    reports = [report(cases, overall={"pass_rate": k / 100}) for k in range(101)]
+    wrong = []
+    for i, base in enumerate(reports):
+        for j, new in enumerate(reports):
+            points = Decimal(j - i) / 100
+            gates = [f"pass_rate_rise=={points}", f"pass_rate_drop=={-points}"]
+            result = compare(base, new)
+            if result["metrics"]["pass_rate"]["delta"] != float(points):
+                wrong.append((i, j, result["metrics"]["pass_rate"]["delta"]))
+            elif not all(g.tripped for g in evaluate_compare_gates(gates, result)):
+                wrong.append((i, j, gates))
+    assert wrong == []
 
 
 STATUS = st.sampled_from(["pass", "fail", "error"])

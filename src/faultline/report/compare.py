@@ -2,10 +2,11 @@
 
 ``compare_reports`` is pure: it takes two reports as plain data and returns the compare.json
 object (docs/report-format.md, "Comparing runs"). Cases are matched by ``case_id``; metrics
-are read from each report's ``aggregate_metrics`` and judged by which way is better; the
-change in outcomes is tested with McNemar's test when cases pair up, and with the
-two-proportion z test otherwise. ``faultline.report.compare_views`` renders the object as
-compare.md and compare.html and writes the three files.
+are read from each report's ``aggregate_metrics`` and judged by which way is better, each
+change rounded to :data:`DELTA_DECIMALS` places (:func:`change`); the change in outcomes is
+tested with McNemar's test when cases pair up, and with the two-proportion z test otherwise.
+``faultline.report.compare_views`` renders the object as compare.md and compare.html and
+writes the three files.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from faultline.report.parquet import read_cases
 __all__ = [
     "ALPHA",
     "COMPARE_SCHEMA_VERSION",
+    "DELTA_DECIMALS",
     "METRICS",
+    "change",
     "compare_files",
     "compare_reports",
     "new_failures",
@@ -40,6 +43,9 @@ COMPARE_SCHEMA_VERSION = "1"
 
 ALPHA = 0.05
 """The significance level ``significance.significant`` is judged at."""
+
+DELTA_DECIMALS = 12
+"""The decimal places a change (``delta``) is rounded to: see :func:`change`."""
 
 # name: (section and key in aggregate_metrics, which way is better, label, how it is shown)
 # fmt: off
@@ -339,10 +345,30 @@ def _direction(delta: float | None, better: str | None) -> str:
     return "better" if (delta > 0) == (better == "higher") else "worse"
 
 
+def change(before: float | None, after: float | None) -> float | None:
+    """``after - before`` rounded to :data:`DELTA_DECIMALS` decimal places; ``None`` if either is.
+
+    The difference of two floats carries their rounding: 0.1 - 0.3 is -0.19999999999999998
+    and 0.95 - 0.97 is -0.020000000000000018, so a ``_drop`` gate set at exactly the change
+    would hold or trip by chance. Rounded, a rate that fell from 30% to 10% has a delta of
+    -0.2, the number compare.json holds, the views show and the gates compare (a gate compares
+    the number the file holds, as ``faultline score``'s gates compare report.json's). Twelve
+    places are far above the error of float arithmetic on rates (about 1e-16) and far below
+    what one case moves a rate by (1e-7 in ten million cases). Whole counts stay whole, and a
+    change that rounds to zero is 0, never -0.0.
+    """
+    if before is None or after is None:
+        return None
+    delta = after - before
+    if isinstance(delta, int):
+        return delta
+    return round(delta, DELTA_DECIMALS) + 0.0  # + 0.0: -0.0 becomes 0.0
+
+
 def _metric(base: Mapping[str, Any], new: Mapping[str, Any], name: str) -> dict[str, Any]:
     path, better, _, _ = METRICS[name]
     before, after = _value(base, path), _value(new, path)
-    delta = None if before is None or after is None else after - before
+    delta = change(before, after)
     return {
         "base": before,
         "new": after,
@@ -443,7 +469,7 @@ def _by_category(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
 def _pass_rates(a: Mapping[str, Any], b: Mapping[str, Any], n: str) -> dict[str, Any]:
     """The scored cases (under ``n``) and pass rates of one slice in each report, and the change."""
     rate_a, rate_b = a.get("pass_rate"), b.get("pass_rate")
-    delta = None if rate_a is None or rate_b is None else rate_b - rate_a
+    delta = change(rate_a, rate_b)
     return {
         "base_n": a.get(n, 0),
         "new_n": b.get(n, 0),
