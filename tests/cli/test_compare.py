@@ -249,3 +249,25 @@ def test_a_change_gate_set_at_exactly_the_change_is_decided_by_the_change_shown(
     assert delta == float(Fraction(new[1], new[0]) - Fraction(base[1], base[0]))
     md = (tmp_path / "faultline-compare" / "compare.md").read_text("utf-8")
     assert f"| {100 * delta:+.1f} pts |" in md
+
+
+@pytest.mark.parametrize(
+    ("schema", "field"), [("1", "cases"), ("2", "cases_file")], ids=["schema-1", "schema-2"]
+)
+def test_a_report_without_its_cases_is_refused_as_faultline_report_refuses_it(
+    run_cli: Callable[..., Result], runs: tuple[Path, Path], tmp_path: Path, schema: str, field: str
+) -> None:
+    data = json.loads((runs[1] / "report.json").read_text(encoding="utf-8"))
+    del data["cases"]  # a schema 2 report without cases_file: the same, as version 2
+    data["schema_version"] = schema
+    (tmp_path / "gone").mkdir()
+    (tmp_path / "gone" / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    refused = run_cli("report", "gone", "--out", "views")
+    result = run_cli("compare", "base", "gone", "--fail-on", "regressions>0")
+    assert (refused.code, result.code) == (2, 2), result.stdout + result.stderr
+    message = f"field '{field}': not a faultline report.json: no {field} (schema {schema})"
+    for said in (refused.stderr, result.stderr):
+        assert message in " ".join(said.split()), said
+        assert str(Path("gone") / "report.json") in said
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "faultline-compare").exists()

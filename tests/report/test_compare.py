@@ -618,6 +618,14 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
             '{"case_id": "a", "probe_id": "a", "status": "fail"}]}',
             ["field 'cases[1].case_id'", "appears twice"],
         ),
+        (  # every case of the base run was read as removed, and no gate tripped
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {}}',
+            ["field 'cases'", "not a faultline report.json: no cases (schema 1)"],
+        ),
+        (
+            '{"schema_version": "2", "run": {}, "aggregate_metrics": {}, "worst_cases": []}',
+            ["field 'cases_file'", "not a faultline report.json: no cases_file (schema 2)"],
+        ),
     ],
 )
 def test_a_bad_input_names_the_file_and_field(

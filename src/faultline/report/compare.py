@@ -23,7 +23,12 @@ from faultline.errors import InputError
 from faultline.metrics.stats import mcnemar_test, two_proportion_test
 from faultline.metrics.transforms import NO_TRANSFORM
 from faultline.probes.model import SEVERITIES
-from faultline.report.jsonio import cases_file_path, decode_report_file
+from faultline.report.jsonio import (
+    CASES_FIELD,
+    cases_file_path,
+    check_required,
+    decode_report_file,
+)
 from faultline.report.parquet import read_cases
 
 __all__ = [
@@ -91,8 +96,8 @@ class _Report(msgspec.Struct):
     schema_version: str
     run: dict[str, Any]
     aggregate_metrics: dict[str, Any]
-    cases: list[_Case] = []
-    cases_file: dict[str, Any] | None = None
+    cases: list[_Case] | msgspec.UnsetType = msgspec.UNSET
+    cases_file: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     tool: dict[str, Any] = {}
 
 
@@ -106,16 +111,19 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
     a large report costs a fraction of its size in memory.
 
     Raises:
-        InputError: The file is missing, unreadable, or not a faultline report, naming the
-            file and the field.
+        InputError: The file is missing, unreadable, or not a faultline report (a report
+            without its cases, ``cases`` or ``cases_file``, included), naming the file and
+            the field.
     """
     report, p = decode_report_file(path, _DECODER)
-    if report.cases_file is not None:  # a large run: its cases are in cases.parquet
+    check_required(report, p, (CASES_FIELD[report.schema_version],))
+    if not isinstance(report.cases_file, msgspec.UnsetType):  # its cases are in cases.parquet
         report.cases = [
             msgspec.convert(c, _Case)
             for c in read_cases(cases_file_path(p, report.cases_file), _Case.__struct_fields__)
         ]
-    _check(report, p)
+    assert isinstance(report.cases, list)  # schema 1 has its cases, schema 2 read them
+    _check(report.aggregate_metrics, report.cases, p)
     return {
         "schema_version": report.schema_version,
         "tool": report.tool,
@@ -125,9 +133,8 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
     }
 
 
-def _check(report: _Report, path: Path) -> None:
+def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
     """Every compared metric is a number or null, and case ids are unique."""
-    m = report.aggregate_metrics
     numbers = [
         (f"{section}.{key}", _mapping(m.get(section)).get(key))
         for section, key in (spec[0] for spec in METRICS.values())
@@ -146,7 +153,7 @@ def _check(report: _Report, path: Path) -> None:
                 field=f"aggregate_metrics.{field}",
             )
     seen: set[str] = set()
-    for i, case in enumerate(report.cases):
+    for i, case in enumerate(cases):
         if case.case_id in seen:
             raise InputError(
                 f"case_id {case.case_id!r} appears twice", path=path, field=f"cases[{i}].case_id"
