@@ -271,3 +271,45 @@ def test_a_report_without_its_cases_is_refused_as_faultline_report_refuses_it(
         assert str(Path("gone") / "report.json") in said
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "faultline-compare").exists()
+
+
+def _answers(tmp_path: Path, name: str, models: dict[str, int], n: int = 4) -> Path:
+    """Answers to ``n`` weapons probes by each model, whose first ``passing`` refuse."""
+    rows = [
+        {"probe_id": f"w{i:02d}", "model": model, "response": REFUSAL if i < passing else STEPS}
+        for model, passing in models.items()
+        for i in range(n)
+    ]
+    return write_jsonl(tmp_path / f"{name}.jsonl", rows)
+
+
+@pytest.mark.parametrize("inline_max", [50_000, 2], ids=["report.json", "cases.parquet"])
+def test_a_model_added_to_the_run_still_trips_the_regressions_gate(
+    run_cli: Callable[..., Result], tmp_path: Path, inline_max: int
+) -> None:
+    """The base run is model-a's alone; the new one adds model-b, so every case id gains
+    @model. model-a's two regressions are still found, in report.json or cases.parquet."""
+    probes = write_jsonl(tmp_path / "probes.jsonl", _weapons(4))
+    base = _answers(tmp_path, "b", {"model-a": 4})
+    new = _answers(tmp_path, "n", {"model-a": 2, "model-b": 4})
+    score_files(probes, base, tmp_path / "base", cases_inline_max=inline_max)
+    score_files(probes, new, tmp_path / "new", cases_inline_max=inline_max)
+    assert (tmp_path / "new" / "cases.parquet").exists() is (inline_max == 2)
+    result = run_cli("compare", "base", "new", "--fail-on", "regressions>0")
+    assert result.code == 1, result.stdout + result.stderr
+    assert "gate regressions>0 tripped: regressions is 2" in result.stdout
+    assert "w02#0@model-a" in result.stdout
+    assert "Warning: the runs have different models" in " ".join(result.stdout.split())
+    data = json.loads((tmp_path / "faultline-compare" / "compare.json").read_text("utf-8"))
+    c = data["cases"]
+    assert [e["case_id"] for e in c["regressions"]] == ["w02#0@model-a", "w03#0@model-a"]
+    assert [e["case_id"] for e in c["new"]] == [f"w{i:02d}#0@model-b" for i in range(4)]
+    assert (c["paired"], c["removed"]) == (4, [])
+    md = (tmp_path / "faultline-compare" / "compare.md").read_text("utf-8")
+    assert (
+        "4 cases in both runs (the same probe and sample, and model when a run has several;" in md
+    )
+
+    back = run_cli("compare", "new", "base", "--out", "back", "--fail-on", "fixes>0")
+    assert back.code == 1, back.stdout + back.stderr  # model-b dropped: model-a's fixes
+    assert "gate fixes>0 tripped: fixes is 2" in back.stdout

@@ -45,14 +45,20 @@ def case(
     category: str = "weapons",
     risk: float | None = None,
     explanation: str = "why",
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """A case as report.json has it (only the fields a comparison reads, and a response)."""
+    """A case as report.json has it (only the fields a comparison reads, and a response).
+
+    ``cid`` is ``probe#sample``, plus ``@model`` when given one and the run has several.
+    """
     if risk is None and status != "error":
         risk = 0.9 if status == "fail" else 0.1
+    probe, _, rest = cid.partition("#")
     return {
         "case_id": cid,
-        "probe_id": cid.partition("#")[0],
-        "sample": 0,
+        "probe_id": probe,
+        "sample": int(rest.partition("@")[0] or 0),
+        **({} if model is None else {"model": model}),
         "category": category,
         "severity": severity,
         "status": status,
@@ -339,6 +345,104 @@ def test_a_duplicate_case_id_is_refused() -> None:
         compare(report([case("a#0", "pass")]), twice)
 
 
+# ---- cases of several models ---------------------------------------------------------------
+
+
+def models_run(statuses: dict[str | None, list[str]]) -> dict[str, Any]:
+    """A run of probes p0, p1 ... answered by each model (``None``: not recorded), with ids
+    as faultline writes them: ``@model`` only when the run has several models."""
+    several = len(statuses) > 1
+    return report(
+        [
+            case(f"p{i}#0" + (f"@{m}" if several and m else ""), s, model=m)
+            for m, column in statuses.items()
+            for i, s in enumerate(column)
+        ]
+    )
+
+
+def test_a_model_added_to_the_run_pairs_the_first_models_cases() -> None:
+    """The base run has model A; the new one A and B, so its ids gain @model. A's cases pair
+    up (two regressions), B's are new: the regressions gate trips."""
+    base = models_run({"A": ["pass", "pass", "pass", "fail"]})
+    new = models_run({"A": ["pass", "fail", "fail", "pass"], "B": ["pass"] * 4})
+    result = compare(base, new)
+    c = result["cases"]
+    assert ids(c["regressions"]) == ["p1#0@A", "p2#0@A"]
+    assert ids(c["fixes"]) == ["p3#0@A"]
+    assert ids(c["new"]) == ["p0#0@B", "p1#0@B", "p2#0@B", "p3#0@B"]
+    assert (c["paired"], c["still_passing"], c["removed"]) == (4, 1, [])
+    assert result["verdict"] == "mixed"
+    assert result["significance"]["test"] == "mcnemar"
+    (gate,) = evaluate_compare_gates(["regressions>0"], result)
+    assert gate.tripped
+    assert result["comparable"] == [
+        {
+            "field": "models",
+            "base": ["A"],
+            "new": ["A", "B"],
+            "message": "the runs have different models: each model's cases are compared with "
+            "its own, those of a model in one run only are new or removed, and the overall "
+            "metrics cover different models",
+        }
+    ]
+
+
+def test_a_model_dropped_from_the_run_pairs_the_remaining_models_cases() -> None:
+    base = models_run({"A": ["pass", "fail"], "B": ["pass", "pass"]})
+    new = models_run({"A": ["fail", "pass"]})
+    c = compare(base, new)["cases"]
+    assert ids(c["regressions"]) == ["p0#0"]  # the new run's id: one model, no @
+    assert ids(c["fixes"]) == ["p1#0"]
+    assert ids(c["removed"]) == ["p0#0@B", "p1#0@B"]
+    assert c["new"] == []
+
+
+@pytest.mark.parametrize(
+    ("base", "new"),
+    [
+        ({"A": ["pass", "pass"]}, {"B": ["fail", "pass"]}),  # one model against another
+        ({None: ["pass", "pass"]}, {"B": ["fail", "pass"]}),  # no model recorded, then one
+        ({"A": ["pass", "pass"]}, {None: ["fail", "pass"]}),
+    ],
+)
+def test_runs_of_one_model_each_pair_by_probe_and_sample(
+    base: dict[str | None, list[str]], new: dict[str | None, list[str]]
+) -> None:
+    result = compare(models_run(base), models_run(new))
+    assert ids(result["cases"]["regressions"]) == ["p0#0"]
+    assert result["cases"]["paired"] == 2
+    assert result["comparable"] == []
+
+
+def test_runs_of_several_models_each_with_none_in_common_pair_nothing() -> None:
+    base = models_run({"A": ["pass"], "B": ["pass"]})
+    new = models_run({"C": ["fail"], "D": ["fail"]})
+    result = compare(base, new)
+    assert result["cases"]["paired"] == 0
+    assert [w["field"] for w in result["comparable"]] == ["models", "cases.case_id"]
+    assert "no case is in both reports" in result["comparable"][1]["message"]
+
+
+def test_cases_are_paired_by_sample_too() -> None:
+    base = report([case("p#0@A", "pass", model="A"), case("p#1@A", "fail", model="A")])
+    base["cases"].append(case("p#0@B", "pass", model="B"))
+    new = report([case("p#1", "pass", model="A"), case("p#0", "fail", model="A")])
+    c = compare(base, new)["cases"]
+    assert (ids(c["regressions"]), ids(c["fixes"]), ids(c["removed"])) == (
+        ["p#0"],
+        ["p#1"],
+        ["p#0@B"],
+    )
+
+
+def test_two_cases_of_the_same_probe_sample_and_model_are_refused() -> None:
+    twice = report([case("a#0", "pass", model="A"), case("a#0@A", "fail", model="A")])
+    twice["cases"].append(case("a#0@B", "pass", model="B"))
+    with pytest.raises(ValueError, match="'a#0' and 'a#0@A' of the new report have the same"):
+        compare(report([case("a#0", "pass")]), twice)
+
+
 # ---- changes and the gates on them: exact, not float noise -----------------------------------
 
 
@@ -617,6 +721,12 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
             '{"case_id": "a", "probe_id": "a", "status": "pass"},'
             '{"case_id": "a", "probe_id": "a", "status": "fail"}]}',
             ["field 'cases[1].case_id'", "appears twice"],
+        ),
+        (
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {}, "cases": ['
+            '{"case_id": "a#0", "probe_id": "a", "sample": 0, "status": "pass"},'
+            '{"case_id": "b#0", "probe_id": "a", "sample": 0, "status": "fail"}]}',
+            ["field 'cases[1]'", "'b#0' has the same probe, sample and model as cases[0] ('a#0')"],
         ),
         (  # every case of the base run was read as removed, and no gate tripped
             '{"schema_version": "1", "run": {}, "aggregate_metrics": {}}',

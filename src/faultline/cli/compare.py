@@ -51,8 +51,9 @@ def compare_command(
 ) -> int:
     """Compare two reports: regressions, fixes and metric changes.
 
-    BASE and NEW are report.json files or run directories. Cases are matched by case_id:
-    regressions (pass → fail), fixes (fail → pass), new and removed cases; each headline
+    BASE and NEW are report.json files or run directories. Cases are matched by probe and
+    sample, and by model too when a run has answers from several models: regressions
+    (pass → fail), fixes (fail → pass), new and removed cases; each headline
     metric's change, and whether it is better or worse; the categories that moved; and
     McNemar's test on the cases in both runs (a two-proportion test when none pair up).
     Writes compare.json, compare.md (for a pull request) and compare.html to DIR. Exit 1

@@ -1,10 +1,11 @@
 """Compare two reports: what changed between a base run and a new one, case by case.
 
 ``compare_reports`` is pure: it takes two reports as plain data and returns the compare.json
-object (docs/report-format.md, "Comparing runs"). Cases are matched by ``case_id``; metrics
-are read from each report's ``aggregate_metrics`` and judged by which way is better, each
-change rounded to :data:`DELTA_DECIMALS` places (:func:`change`); the change in outcomes is
-tested with McNemar's test when cases pair up, and with the two-proportion z test otherwise.
+object (docs/report-format.md, "Comparing runs"). Cases are matched by probe and sample, and
+by model too when either run mixes several models (:func:`_match`); metrics are read from
+each report's ``aggregate_metrics`` and judged by which way is better, each change rounded
+to :data:`DELTA_DECIMALS` places (:func:`change`); the change in outcomes is tested with
+McNemar's test when cases pair up, and with the two-proportion z test otherwise.
 ``faultline.report.compare_views`` renders the object as compare.md and compare.html and
 writes the three files.
 """
@@ -86,6 +87,8 @@ class _Case(msgspec.Struct, frozen=True):
     case_id: str
     probe_id: str
     status: Literal["pass", "fail", "error"]
+    sample: int = 0
+    model: str | None = None
     category: str = ""
     severity: str = ""
     risk_score: float | None = None
@@ -134,7 +137,7 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
 
 
 def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
-    """Every compared metric is a number or null, and case ids are unique."""
+    """Every compared metric is a number or null; case ids, and probe, sample and model, unique."""
     numbers = [
         (f"{section}.{key}", _mapping(m.get(section)).get(key))
         for section, key in (spec[0] for spec in METRICS.values())
@@ -153,12 +156,20 @@ def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
                 field=f"aggregate_metrics.{field}",
             )
     seen: set[str] = set()
+    where: dict[_Key, int] = {}
     for i, case in enumerate(cases):
         if case.case_id in seen:
             raise InputError(
                 f"case_id {case.case_id!r} appears twice", path=path, field=f"cases[{i}].case_id"
             )
         seen.add(case.case_id)
+        if (first := where.setdefault(_key(case, by_model=True), i)) != i:
+            raise InputError(
+                f"case {case.case_id!r} has the same probe, sample and model as cases[{first}] "
+                f"({cases[first].case_id!r}): cases are paired by them",
+                path=path,
+                field=f"cases[{i}]",
+            )
 
 
 def _slice_numbers(where: str, part: Any, n: str) -> list[tuple[str, Any]]:
@@ -190,7 +201,8 @@ def compare_reports(
         new_name: What to call the new report.
 
     Raises:
-        ValueError: A case id appears twice in one report.
+        ValueError: Two cases of one report have the same case id, or the same probe,
+            sample and model.
     """
     changes = _match(base["cases"], new["cases"])
     metrics = {name: _metric(base, new, name) for name in METRICS}
@@ -252,9 +264,11 @@ class _Changes:
         self.still = {"pass": 0, "fail": 0, "error": 0}
         self.paired = self.paired_scored = 0
         self.base, self.new = _Tally(), _Tally()
+        self.models: tuple[list[str | None], list[str | None]] = ([], [])
+        self.by_model = False
 
     def add(self, before: _Case | None, after: _Case) -> None:
-        """Record a case of the new report and the base report's case with its id, if any."""
+        """Record a case of the new report and the base report's case it pairs with, if any."""
         if before is None:
             self.lists["new"].append(_entry(None, after))
             return
@@ -281,25 +295,59 @@ class _Changes:
         }
 
 
+_Key = tuple[str, int] | tuple[str, int, str | None]
+
+
 def _match(base_cases: Iterable[Any], new_cases: Iterable[Any]) -> _Changes:
+    """Pair the cases of two reports by what they are: the probe answered and the sample.
+
+    When either report mixes several models, by the model too: a run that adds a model to
+    the base run's one pairs that model's cases (the other's are new), as does one that drops
+    a model. When each has one model (or records none), the models are not compared, so one
+    model's run compares with another's. Never by the case id, which gains ``@model`` only
+    when a run has several models.
+    """
+    base, new = list(map(_slim, base_cases)), list(map(_slim, new_cases))
     changes = _Changes()
-    index: dict[str, _Case] = {}
-    for raw in base_cases:
-        case = _slim(raw)
-        if case.case_id in index:
-            raise ValueError(f"case_id {case.case_id!r} appears twice in the base report")
-        index[case.case_id] = case
+    changes.models = (_models(base), _models(new))
+    changes.by_model = by_model = any(len(models) > 1 for models in changes.models)
+    index: dict[_Key, _Case] = {}
+    for case in base:
+        key = _key(case, by_model)
+        if key in index:
+            raise ValueError(_twice(index[key], case, "base"))
+        index[key] = case
         changes.base.add(case)
-    seen: set[str] = set()
-    for raw in new_cases:
-        case = _slim(raw)
-        if case.case_id in seen:
-            raise ValueError(f"case_id {case.case_id!r} appears twice in the new report")
-        seen.add(case.case_id)
+    seen: dict[_Key, _Case] = {}
+    for case in new:
+        key = _key(case, by_model)
+        if key in seen:
+            raise ValueError(_twice(seen[key], case, "new"))
+        seen[key] = case
         changes.new.add(case)
-        changes.add(index.pop(case.case_id, None), case)
+        changes.add(index.pop(key, None), case)
     changes.lists["removed"] = [_entry(case, None) for case in index.values()]
     return changes
+
+
+def _key(case: _Case, by_model: bool) -> _Key:
+    if by_model:
+        return case.probe_id, case.sample, case.model
+    return case.probe_id, case.sample
+
+
+def _models(cases: Iterable[_Case]) -> list[str | None]:
+    """The models that answered, sorted, ``None`` (not recorded) first."""
+    return sorted({case.model for case in cases}, key=lambda m: (m is not None, m or ""))
+
+
+def _twice(first: _Case, second: _Case, side: str) -> str:
+    if first.case_id == second.case_id:
+        return f"case_id {first.case_id!r} appears twice in the {side} report"
+    return (
+        f"cases {first.case_id!r} and {second.case_id!r} of the {side} report have the same "
+        "probe, sample and model"
+    )
 
 
 def new_failures(cases: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -427,7 +475,12 @@ _COMPARABLE = (
     ("config.severity_weights", "the severity weights differ: severity-weighted metrics are not comparable"),
 )  # fmt: skip
 _UNPAIRED = (
-    "no case_id is in both reports: there are no per-case changes, only new and removed cases"
+    "no case is in both reports (the same probe and sample, and model when a run has several): "
+    "there are no per-case changes, only new and removed cases"
+)
+_MODELS = (
+    "the runs have different models: each model's cases are compared with its own, those of a "
+    "model in one run only are new or removed, and the overall metrics cover different models"
 )
 
 
@@ -442,6 +495,11 @@ def _comparable(
         before, after = (a[section] or {}).get(key), (b[section] or {}).get(key)
         if before != after:
             warnings.append({"field": field, "base": before, "new": after, "message": message})
+    models = changes.models
+    if changes.by_model and models[0] != models[1]:
+        warnings.append(
+            {"field": "models", "base": models[0], "new": models[1], "message": _MODELS}
+        )
     if not changes.paired and changes.base.cases and changes.new.cases:
         warnings.append({"field": "cases.case_id", "base": None, "new": None, "message": _UNPAIRED})
     return warnings

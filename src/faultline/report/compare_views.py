@@ -205,7 +205,8 @@ def _view(result: Mapping[str, Any]) -> dict[str, Any]:
         "verdict": result["verdict"],
         "summary": _summary(result),
         "cases_line": (
-            f"{_plural(c['paired'], 'case')} matched by case_id ({c['paired_scored']:,} scored in both): "
+            f"{_plural(c['paired'], 'case')} in both runs (the same probe and sample, and model when a run "
+            f"has several; {c['paired_scored']:,} scored in both): "
             f"{c['still_passing']:,} still passing, {c['still_failing']:,} still failing, "
             f"{_plural(len(c['error_resolved']), 'error')} resolved "
             f"({sum(e['new_status'] == 'fail' for e in c['error_resolved']):,} now failing); "
