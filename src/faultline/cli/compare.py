@@ -121,11 +121,15 @@ def _listed(title: str, entries: Sequence[Mapping[str, Any]]) -> None:
     if entries:
         out.print(Text(title))
     for e in entries[:_SHOWN]:
+        # One line each, line breaks escaped and never wrapped: an id's line break, or a space
+        # where the line wraps, would start a line of the log with what the data says.
         out.print(
             shown(
                 f"  {e['case_id']}  {e['category']}  {e['severity']}  risk "
-                f"{_risk(e['base_risk_score'])} → {_risk(e['new_risk_score'])}"
-            )
+                f"{_risk(e['base_risk_score'])} → {_risk(e['new_risk_score'])}",
+                one_line=True,
+            ),
+            soft_wrap=True,
         )
     if len(entries) > _SHOWN:
         in_md = min(len(entries), MAX_LISTED)
