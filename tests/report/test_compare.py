@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from tests.conftest import CHANGED_RESPONSES, write_jsonl
 
 from faultline import score_files
+from faultline._util.text import short_id
 from faultline.errors import InputError
 from faultline.report.compare import compare_files, compare_reports, read_compare_input
 from faultline.report.compare_views import (
@@ -30,6 +31,7 @@ from faultline.report.compare_views import (
 )
 from faultline.report.gates import evaluate_compare_gates
 from faultline.report.junit import compare_junit
+from faultline.report.markdown import escape_md
 
 BASE_RUN = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
 NEW_RUN = {"run_id": "20261122T000000Z-000001", "created_at": "2026-11-22T00:00:00Z"}
@@ -839,6 +841,27 @@ def test_long_lists_are_capped_in_the_views() -> None:
     assert "c19\\#0" in md
     assert "c20\\#0" not in md
     assert "… and 7 more (compare.json lists them all)." in render_compare_html(result)
+
+
+def test_the_views_keep_the_end_of_long_ids_that_tells_cases_apart() -> None:
+    """compare.md and compare.html cut a case id at 60 characters: in its middle, so the
+    sample and model, and the end of the probe id, still tell the regressions apart."""
+    stem = "jailbreak-dan-persona-system-prompt-extraction-variant-004"
+    models = ("gpt-4o", "llama-3.1-70b", "claude-sonnet")
+    ids_ = [(f"{stem}{i}#0@{m}", m) for i in (1, 2) for m in models]
+    base = report([case(cid, "pass", model=m) for cid, m in ids_])
+    new = report([case(cid, "fail", model=m) for cid, m in ids_])
+    result = compare(base, new)
+    md, page = render_compare_markdown(result), render_compare_html(result)
+    section = md.split("#### Regressions", 1)[1].split("####", 1)[0]
+    cells = [row.split(" | ")[0].removeprefix("| ") for row in section.splitlines()[4:] if row]
+    assert len(cells) == len(set(cells)) == 6, cells
+    for cid, m in ids_:
+        shown = short_id(cid)
+        assert len(shown) <= 60
+        assert shown.endswith(cid[-len("variant-0041#0@") - len(m) :])
+        assert escape_md(shown, 60) in cells
+        assert f"<td><code>{shown}</code></td>" in page
 
 
 def test_an_error_that_now_fails_is_a_new_failure_everywhere() -> None:
