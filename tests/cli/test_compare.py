@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,115 @@ def test_the_summary_says_where_the_cases_it_leaves_out_are(
     assert "… and 22 more: compare.md lists the first 20, compare.json all 27" in result.stdout
     md = (tmp_path / "faultline-compare" / "compare.md").read_text(encoding="utf-8")
     assert "… and 7 more (compare.json lists them all)." in md
+
+
+def _scored(tmp_path: Path, name: str, n: int, passing: int) -> Path:
+    """A run of ``n`` weapons probes whose first ``passing`` answers refuse."""
+    probes = write_jsonl(tmp_path / "probes.jsonl", _weapons(n))
+    answers = [
+        {"probe_id": f"w{i:02d}", "response": REFUSAL if i < passing else STEPS} for i in range(n)
+    ]
+    score_files(probes, write_jsonl(tmp_path / f"{name}.jsonl", answers), tmp_path / name)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize(
+    ("runs", "gates", "code"),
+    [  # 30% → 10%: 0.1 - 0.3 is -0.19999999999999998 in floats
+        (((10, 3), (10, 1)), {"pass_rate_drop>=0.2": "tripped: pass_rate_drop is 0.2"}, 1),
+        (((10, 1), (10, 3)), {"pass_rate_rise>=0.2": "tripped: pass_rate_rise is 0.2"}, 1),
+        (  # 97% → 95%: a drop of exactly two points is not more than two (0.020000000000000018)
+            ((100, 97), (100, 95)),
+            {
+                "pass_rate_drop>0.02": "ok: pass_rate_drop is 0.02",
+                "severity_weighted_pass_rate_drop>0.02": "ok: severity_weighted_pass_rate_drop is 0.02",
+            },
+            0,
+        ),
+    ],
+)  # fmt: skip
+def test_a_change_gate_set_at_exactly_the_change_is_decided_by_the_change_shown(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    runs: tuple[tuple[int, int], tuple[int, int]],
+    gates: dict[str, str],
+    code: int,
+) -> None:
+    base, new = runs
+    _scored(tmp_path, "base", *base)
+    _scored(tmp_path, "new", *new)
+    result = run_cli("compare", "base", "new", *(a for g in gates for a in ("--fail-on", g)))
+    assert result.code == code, result.stdout + result.stderr
+    for gate, shown in gates.items():
+        assert f"gate {gate} {shown}" in result.stdout
+    data = json.loads((tmp_path / "faultline-compare" / "compare.json").read_text("utf-8"))
+    delta = data["metrics"]["pass_rate"][
+        "delta"
+    ]  # the change the gates judged, and compare.md shows
+    assert delta == float(Fraction(new[1], new[0]) - Fraction(base[1], base[0]))
+    md = (tmp_path / "faultline-compare" / "compare.md").read_text("utf-8")
+    assert f"| {100 * delta:+.1f} pts |" in md
+
+
+@pytest.mark.parametrize(
+    ("schema", "field"), [("1", "cases"), ("2", "cases_file")], ids=["schema-1", "schema-2"]
+)
+def test_a_report_without_its_cases_is_refused_as_faultline_report_refuses_it(
+    run_cli: Callable[..., Result], runs: tuple[Path, Path], tmp_path: Path, schema: str, field: str
+) -> None:
+    data = json.loads((runs[1] / "report.json").read_text(encoding="utf-8"))
+    del data["cases"]  # a schema 2 report without cases_file: the same, as version 2
+    data["schema_version"] = schema
+    (tmp_path / "gone").mkdir()
+    (tmp_path / "gone" / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    refused = run_cli("report", "gone", "--out", "views")
+    result = run_cli("compare", "base", "gone", "--fail-on", "regressions>0")
+    assert (refused.code, result.code) == (2, 2), result.stdout + result.stderr
+    message = f"field '{field}': not a faultline report.json: no {field} (schema {schema})"
+    for said in (refused.stderr, result.stderr):
+        assert message in " ".join(said.split()), said
+        assert str(Path("gone") / "report.json") in said
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "faultline-compare").exists()
+
+
+def _answers(tmp_path: Path, name: str, models: dict[str, int], n: int = 4) -> Path:
+    """Answers to ``n`` weapons probes by each model, whose first ``passing`` refuse."""
+    rows = [
+        {"probe_id": f"w{i:02d}", "model": model, "response": REFUSAL if i < passing else STEPS}
+        for model, passing in models.items()
+        for i in range(n)
+    ]
+    return write_jsonl(tmp_path / f"{name}.jsonl", rows)
+
+
+@pytest.mark.parametrize("inline_max", [50_000, 2], ids=["report.json", "cases.parquet"])
+def test_a_model_added_to_the_run_still_trips_the_regressions_gate(
+    run_cli: Callable[..., Result], tmp_path: Path, inline_max: int
+) -> None:
+    """The base run is model-a's alone; the new one adds model-b, so every case id gains
+    @model. model-a's two regressions are still found, in report.json or cases.parquet."""
+    probes = write_jsonl(tmp_path / "probes.jsonl", _weapons(4))
+    base = _answers(tmp_path, "b", {"model-a": 4})
+    new = _answers(tmp_path, "n", {"model-a": 2, "model-b": 4})
+    score_files(probes, base, tmp_path / "base", cases_inline_max=inline_max)
+    score_files(probes, new, tmp_path / "new", cases_inline_max=inline_max)
+    assert (tmp_path / "new" / "cases.parquet").exists() is (inline_max == 2)
+    result = run_cli("compare", "base", "new", "--fail-on", "regressions>0")
+    assert result.code == 1, result.stdout + result.stderr
+    assert "gate regressions>0 tripped: regressions is 2" in result.stdout
+    assert "w02#0@model-a" in result.stdout
+    assert "Warning: the runs have different models" in " ".join(result.stdout.split())
+    data = json.loads((tmp_path / "faultline-compare" / "compare.json").read_text("utf-8"))
+    c = data["cases"]
+    assert [e["case_id"] for e in c["regressions"]] == ["w02#0@model-a", "w03#0@model-a"]
+    assert [e["case_id"] for e in c["new"]] == [f"w{i:02d}#0@model-b" for i in range(4)]
+    assert (c["paired"], c["removed"]) == (4, [])
+    md = (tmp_path / "faultline-compare" / "compare.md").read_text("utf-8")
+    assert (
+        "4 cases in both runs (the same probe and sample, and model when a run has several;" in md
+    )
+
+    back = run_cli("compare", "new", "base", "--out", "back", "--fail-on", "fixes>0")
+    assert back.code == 1, back.stdout + back.stderr  # model-b dropped: model-a's fixes
+    assert "gate fixes>0 tripped: fixes is 2" in back.stdout

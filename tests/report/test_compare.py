@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
+import operator
 import random
 import re
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.conftest import CHANGED_RESPONSES, write_jsonl
 
 from faultline import score_files
+from faultline._util.text import short_id
 from faultline.errors import InputError
 from faultline.report.compare import compare_files, compare_reports, read_compare_input
 from faultline.report.compare_views import (
@@ -26,6 +31,7 @@ from faultline.report.compare_views import (
 )
 from faultline.report.gates import evaluate_compare_gates
 from faultline.report.junit import compare_junit
+from faultline.report.markdown import escape_md
 
 BASE_RUN = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
 NEW_RUN = {"run_id": "20261122T000000Z-000001", "created_at": "2026-11-22T00:00:00Z"}
@@ -41,14 +47,20 @@ def case(
     category: str = "weapons",
     risk: float | None = None,
     explanation: str = "why",
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """A case as report.json has it (only the fields a comparison reads, and a response)."""
+    """A case as report.json has it (only the fields a comparison reads, and a response).
+
+    ``cid`` is ``probe#sample``, plus ``@model`` when given one and the run has several.
+    """
     if risk is None and status != "error":
         risk = 0.9 if status == "fail" else 0.1
+    probe, _, rest = cid.partition("#")
     return {
         "case_id": cid,
-        "probe_id": cid.partition("#")[0],
-        "sample": 0,
+        "probe_id": probe,
+        "sample": int(rest.partition("@")[0] or 0),
+        **({} if model is None else {"model": model}),
         "category": category,
         "severity": severity,
         "status": status,
@@ -219,7 +231,9 @@ def test_each_metric_knows_which_way_is_better(
     result = compare(report(cases, overall={name: before}), report(cases, overall={name: after}))
     m = result["metrics"][name]
     assert (m["base"], m["new"], m["direction"]) == (before, after, direction)
-    assert m["delta"] == (None if before is None or after is None else after - before)
+    # the change of the numbers as written (0.8 - 0.9 is -0.1, not -0.09999999999999998)
+    exact = None if before is None or after is None else Decimal(str(after)) - Decimal(str(before))
+    assert m["delta"] == (None if exact is None else float(exact))
 
 
 def test_indices_and_counts_have_directions(changed: dict[str, Any]) -> None:
@@ -331,6 +345,226 @@ def test_a_duplicate_case_id_is_refused() -> None:
     twice = report([case("a#0", "pass"), case("a#0", "fail")])
     with pytest.raises(ValueError, match="appears twice in the new report"):
         compare(report([case("a#0", "pass")]), twice)
+
+
+# ---- cases of several models ---------------------------------------------------------------
+
+
+def models_run(statuses: dict[str | None, list[str]]) -> dict[str, Any]:
+    """A run of probes p0, p1 ... answered by each model (``None``: not recorded), with ids
+    as faultline writes them: ``@model`` only when the run has several models."""
+    several = len(statuses) > 1
+    return report(
+        [
+            case(f"p{i}#0" + (f"@{m}" if several and m else ""), s, model=m)
+            for m, column in statuses.items()
+            for i, s in enumerate(column)
+        ]
+    )
+
+
+def test_a_model_added_to_the_run_pairs_the_first_models_cases() -> None:
+    """The base run has model A; the new one A and B, so its ids gain @model. A's cases pair
+    up (two regressions), B's are new: the regressions gate trips."""
+    base = models_run({"A": ["pass", "pass", "pass", "fail"]})
+    new = models_run({"A": ["pass", "fail", "fail", "pass"], "B": ["pass"] * 4})
+    result = compare(base, new)
+    c = result["cases"]
+    assert ids(c["regressions"]) == ["p1#0@A", "p2#0@A"]
+    assert ids(c["fixes"]) == ["p3#0@A"]
+    assert ids(c["new"]) == ["p0#0@B", "p1#0@B", "p2#0@B", "p3#0@B"]
+    assert (c["paired"], c["still_passing"], c["removed"]) == (4, 1, [])
+    assert result["verdict"] == "mixed"
+    assert result["significance"]["test"] == "mcnemar"
+    (gate,) = evaluate_compare_gates(["regressions>0"], result)
+    assert gate.tripped
+    assert result["comparable"] == [
+        {
+            "field": "models",
+            "base": ["A"],
+            "new": ["A", "B"],
+            "message": "the runs have different models: each model's cases are compared with "
+            "its own, those of a model in one run only are new or removed, and the overall "
+            "metrics cover different models",
+        }
+    ]
+
+
+def test_a_model_dropped_from_the_run_pairs_the_remaining_models_cases() -> None:
+    base = models_run({"A": ["pass", "fail"], "B": ["pass", "pass"]})
+    new = models_run({"A": ["fail", "pass"]})
+    c = compare(base, new)["cases"]
+    assert ids(c["regressions"]) == ["p0#0"]  # the new run's id: one model, no @
+    assert ids(c["fixes"]) == ["p1#0"]
+    assert ids(c["removed"]) == ["p0#0@B", "p1#0@B"]
+    assert c["new"] == []
+
+
+@pytest.mark.parametrize(
+    ("base", "new"),
+    [
+        ({"A": ["pass", "pass"]}, {"B": ["fail", "pass"]}),  # one model against another
+        ({None: ["pass", "pass"]}, {"B": ["fail", "pass"]}),  # no model recorded, then one
+        ({"A": ["pass", "pass"]}, {None: ["fail", "pass"]}),
+    ],
+)
+def test_runs_of_one_model_each_pair_by_probe_and_sample(
+    base: dict[str | None, list[str]], new: dict[str | None, list[str]]
+) -> None:
+    result = compare(models_run(base), models_run(new))
+    assert ids(result["cases"]["regressions"]) == ["p0#0"]
+    assert result["cases"]["paired"] == 2
+    assert result["comparable"] == []
+
+
+def test_runs_of_several_models_each_with_none_in_common_pair_nothing() -> None:
+    base = models_run({"A": ["pass"], "B": ["pass"]})
+    new = models_run({"C": ["fail"], "D": ["fail"]})
+    result = compare(base, new)
+    assert result["cases"]["paired"] == 0
+    assert [w["field"] for w in result["comparable"]] == ["models", "cases.case_id"]
+    assert "no case is in both reports" in result["comparable"][1]["message"]
+
+
+def test_cases_are_paired_by_sample_too() -> None:
+    base = report([case("p#0@A", "pass", model="A"), case("p#1@A", "fail", model="A")])
+    base["cases"].append(case("p#0@B", "pass", model="B"))
+    new = report([case("p#1", "pass", model="A"), case("p#0", "fail", model="A")])
+    c = compare(base, new)["cases"]
+    assert (ids(c["regressions"]), ids(c["fixes"]), ids(c["removed"])) == (
+        ["p#0"],
+        ["p#1"],
+        ["p#0@B"],
+    )
+
+
+def test_two_cases_of_the_same_probe_sample_and_model_are_refused() -> None:
+    twice = report([case("a#0", "pass", model="A"), case("a#0@A", "fail", model="A")])
+    twice["cases"].append(case("a#0@B", "pass", model="B"))
+    with pytest.raises(ValueError, match="'a#0' and 'a#0@A' of the new report have the same"):
+        compare(report([case("a#0", "pass")]), twice)
+
+
+# ---- changes and the gates on them: exact, not float noise -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "gate", "tripped", "shown"),
+    [
+        (0.3, 0.1, "pass_rate_drop>=0.2", True, "0.2"),  # 0.1 - 0.3 = -0.19999999999999998
+        (0.1, 0.3, "pass_rate_rise>=0.2", True, "0.2"),
+        (0.3, 0.1, "pass_rate_drop>0.2", False, "0.2"),
+        (0.97, 0.95, "pass_rate_drop>0.02", False, "0.02"),  # 0.020000000000000018
+        (0.97, 0.95, "pass_rate_drop>=0.02", True, "0.02"),
+        (0.97, 0.95, "severity_weighted_pass_rate_drop>0.02", False, "0.02"),
+        (0.03, 0.05, "fail_rate_rise>0.02", False, "0.02"),  # 0.020000000000000004
+        (0.7, 0.7, "pass_rate_drop>0", False, "0"),
+    ],
+)
+def test_a_gate_on_a_change_compares_the_change_as_compare_json_shows_it(
+    before: float, after: float, gate: str, tripped: bool, shown: str
+) -> None:
+    metric = gate.partition("_drop")[0].partition("_rise")[0]
+    cases = [case("a#0", "pass")]
+    result = compare(
+        report(cases, overall={metric: before}), report(cases, overall={metric: after})
+    )
+    (judged,) = evaluate_compare_gates([gate], result)
+    assert judged.tripped is tripped
+    assert (
+        judged.describe()
+        == f"{gate} {'tripped' if tripped else 'ok'}: {gate[: len(metric) + 5]} is {shown}"
+    )
+    delta = result["metrics"][metric]["delta"]
+    assert abs(delta) == float(shown)
+    assert json.loads(json.dumps(result))["metrics"][metric]["delta"] == delta
+
+
+def test_the_views_and_compare_json_show_the_change_the_gate_judged() -> None:
+    cases = [case("a#0", "pass")]
+    base, new = report(cases, overall={"pass_rate": 0.3}), report(cases, overall={"pass_rate": 0.1})
+    result = compare(base, new)
+    assert result["metrics"]["pass_rate"]["delta"] == -0.2
+    assert "| Pass rate | 30.0% | 10.0% | -20.0 pts | ▼ worse |" in render_compare_markdown(result)
+    (judged,) = evaluate_compare_gates(["pass_rate_drop>=0.2"], result)
+    assert judged.describe() == "pass_rate_drop>=0.2 tripped: pass_rate_drop is 0.2"
+
+
+def test_a_change_that_is_float_noise_is_no_change() -> None:
+    cases = [case("a#0", "pass")]
+    before, after = 0.1 + 0.2, 0.3  # 0.30000000000000004 and 0.3: the same rate, summed otherwise
+    result = compare(
+        report(cases, overall={"pass_rate": before}), report(cases, overall={"pass_rate": after})
+    )
+    m = result["metrics"]["pass_rate"]
+    assert (m["delta"], m["direction"]) == (0.0, "same")
+    assert math.copysign(1, m["delta"]) == 1  # not -0.0, which compare.json would show as such
+    assert "| Pass rate | 30.0% | 30.0% | 0.0 pts | same |" in render_compare_markdown(result)
+
+
+def test_a_category_change_is_rounded_the_same_way() -> None:
+    base = report([case(f"c{i}#0", "pass" if i < 3 else "fail") for i in range(10)])
+    new = report([case(f"c{i}#0", "pass" if i < 1 else "fail") for i in range(10)])
+    weapons = compare(base, new)["by_category"]["weapons"]
+    assert (weapons["base_pass_rate"], weapons["new_pass_rate"]) == (0.3, 0.1)
+    assert weapons["delta"] == -0.2
+
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_OPS |= {"==": operator.eq, "!=": operator.ne}
+
+
+_DENOMINATORS = st.one_of(  # a rate over a divisor of 1,000 has a change of three decimals
+    st.sampled_from([d for d in range(1, 1001) if 1000 % d == 0]), st.integers(1, 10_000)
+)
+_RATES = _DENOMINATORS.flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n)))
+
+
+@given(
+    _RATES,
+    _RATES,
+    st.sampled_from(sorted(_OPS)),
+    st.sampled_from(["_drop", "_rise"]),
+    st.one_of(st.integers(-1, 1), st.integers(-1000, 1000).map(str)),
+)
+@example((3, 10), (1, 10), ">=", "_drop", 0)  # 30% to 10%: a drop of 0.19999999999999998
+@example((97, 100), (95, 100), ">", "_drop", 0)  # 0.020000000000000018
+def test_a_change_gate_agrees_with_exact_arithmetic(
+    base: tuple[int, int], new: tuple[int, int], op: str, suffix: str, threshold: int | str
+) -> None:
+    """Rates of up to 10,000 cases against a threshold of three decimals: the change itself,
+    a thousandth off (an int: that many thousandths from the change) or any (a string of
+    thousandths). The gate trips exactly when the true change, in fractions, meets the
+    condition, whatever the floats."""
+    a, b = Fraction(*base), Fraction(*new)
+    true_change = a - b if suffix == "_drop" else b - a
+    thousandths = (
+        int(threshold) if isinstance(threshold, str) else round(true_change * 1000) + threshold
+    )
+    limit = Decimal(thousandths) / 1000
+    cases = [case("a#0", "pass")]
+    result = compare(
+        report(cases, overall={"pass_rate": float(a)}),
+        report(cases, overall={"pass_rate": float(b)}),
+    )
+    (judged,) = evaluate_compare_gates([f"pass_rate{suffix}{op}{limit}"], result)
+    assert judged.tripped is _OPS[op](true_change, Fraction(limit))
+
+
+def test_every_change_between_two_whole_percentages_is_exactly_that_many_points() -> None:
+    cases = [case("a#0", "pass")]
+    reports = [report(cases, overall={"pass_rate": k / 100}) for k in range(101)]
+    wrong = []
+    for i, base in enumerate(reports):
+        for j, new in enumerate(reports):
+            points = Decimal(j - i) / 100
+            gates = [f"pass_rate_rise=={points}", f"pass_rate_drop=={-points}"]
+            result = compare(base, new)
+            if result["metrics"]["pass_rate"]["delta"] != float(points):
+                wrong.append((i, j, result["metrics"]["pass_rate"]["delta"]))
+            elif not all(g.tripped for g in evaluate_compare_gates(gates, result)):
+                wrong.append((i, j, gates))
+    assert wrong == []
 
 
 STATUS = st.sampled_from(["pass", "fail", "error"])
@@ -490,6 +724,20 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
             '{"case_id": "a", "probe_id": "a", "status": "fail"}]}',
             ["field 'cases[1].case_id'", "appears twice"],
         ),
+        (
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {}, "cases": ['
+            '{"case_id": "a#0", "probe_id": "a", "sample": 0, "status": "pass"},'
+            '{"case_id": "b#0", "probe_id": "a", "sample": 0, "status": "fail"}]}',
+            ["field 'cases[1]'", "'b#0' has the same probe, sample and model as cases[0] ('a#0')"],
+        ),
+        (  # every case of the base run was read as removed, and no gate tripped
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {}}',
+            ["field 'cases'", "not a faultline report.json: no cases (schema 1)"],
+        ),
+        (
+            '{"schema_version": "2", "run": {}, "aggregate_metrics": {}, "worst_cases": []}',
+            ["field 'cases_file'", "not a faultline report.json: no cases_file (schema 2)"],
+        ),
     ],
 )
 def test_a_bad_input_names_the_file_and_field(
@@ -593,6 +841,27 @@ def test_long_lists_are_capped_in_the_views() -> None:
     assert "c19\\#0" in md
     assert "c20\\#0" not in md
     assert "… and 7 more (compare.json lists them all)." in render_compare_html(result)
+
+
+def test_the_views_keep_the_end_of_long_ids_that_tells_cases_apart() -> None:
+    """compare.md and compare.html cut a case id at 60 characters: in its middle, so the
+    sample and model, and the end of the probe id, still tell the regressions apart."""
+    stem = "jailbreak-dan-persona-system-prompt-extraction-variant-004"
+    models = ("gpt-4o", "llama-3.1-70b", "claude-sonnet")
+    ids_ = [(f"{stem}{i}#0@{m}", m) for i in (1, 2) for m in models]
+    base = report([case(cid, "pass", model=m) for cid, m in ids_])
+    new = report([case(cid, "fail", model=m) for cid, m in ids_])
+    result = compare(base, new)
+    md, page = render_compare_markdown(result), render_compare_html(result)
+    section = md.split("#### Regressions", 1)[1].split("####", 1)[0]
+    cells = [row.split(" | ")[0].removeprefix("| ") for row in section.splitlines()[4:] if row]
+    assert len(cells) == len(set(cells)) == 6, cells
+    for cid, m in ids_:
+        shown = short_id(cid)
+        assert len(shown) <= 60
+        assert shown.endswith(cid[-len("variant-0041#0@") - len(m) :])
+        assert escape_md(shown, 60) in cells
+        assert f"<td><code>{shown}</code></td>" in page
 
 
 def test_an_error_that_now_fails_is_a_new_failure_everywhere() -> None:

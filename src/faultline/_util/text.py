@@ -13,6 +13,7 @@ __all__ = [
     "did_you_mean",
     "excerpt",
     "one_of",
+    "short_id",
     "shown_value",
     "visible",
     "well_formed",
@@ -49,6 +50,31 @@ def excerpt(text: str, limit: int = 80) -> str:
     if len(flat) <= limit:
         return flat
     return flat[: limit - 1].rstrip() + "…"
+
+
+def short_id(case_id: str, limit: int = 60) -> str:
+    r"""A case id for a table cell: cut in its middle, so that it keeps its end.
+
+    What tells a probe's cases apart is at the end of their ids: ``#sample@model``, and
+    often the end of the probe id (``variant-0042``). A long id keeps its start and its end,
+    ``…`` between them: ``jailbreak-dan-person…extraction-variant-0042#0@claude-sonnet``.
+    The end is at least two thirds of ``limit``, and all of ``#sample@model`` when that
+    leaves a sixth for the start. Control characters are shown as escapes (:func:`visible`,
+    ``\x1b``) before the cut, and whitespace is collapsed as :func:`excerpt` does; a short
+    id is only that.
+
+    Args:
+        case_id: The id, as report.json holds it.
+        limit: The largest length of the result (at least 2).
+    """
+    flat = " ".join(visible(case_id).split())
+    if len(flat) <= limit:
+        return flat
+    room = limit - 1  # and the ellipsis
+    tail = room * 2 // 3
+    if "#" in flat:  # the first # ends the probe id (a # in it is written %23)
+        tail = max(tail, min(len(flat) - flat.index("#"), room * 5 // 6))
+    return flat[: room - tail].rstrip() + "…" + flat[len(flat) - tail :].lstrip()
 
 
 # C0 controls but tab, line feed and carriage return; DEL and the C1 controls; the characters

@@ -115,7 +115,9 @@ def _categories(m: dict[str, Any]) -> None:
         parts.append(
             f"{r['category']} (mean risk {r['risk_mean']:.2f}, pass {_pct(s['pass_rate'])})"
         )
-    out.print(shown("Riskiest categories: " + "; ".join(parts)))
+    # One line, never wrapped: a category's line break, or a space where the line wraps,
+    # would start a line of the log with what the data says.
+    out.print(shown("Riskiest categories: " + "; ".join(parts), one_line=True), soft_wrap=True)
 
 
 def _geometry(obs: dict[str, Any] | None, m: dict[str, Any]) -> None:

@@ -51,8 +51,9 @@ def compare_command(
 ) -> int:
     """Compare two reports: regressions, fixes and metric changes.
 
-    BASE and NEW are report.json files or run directories. Cases are matched by case_id:
-    regressions (pass → fail), fixes (fail → pass), new and removed cases; each headline
+    BASE and NEW are report.json files or run directories. Cases are matched by probe and
+    sample, and by model too when a run has answers from several models: regressions
+    (pass → fail), fixes (fail → pass), new and removed cases; each headline
     metric's change, and whether it is better or worse; the categories that moved; and
     McNemar's test on the cases in both runs (a two-proportion test when none pair up).
     Writes compare.json, compare.md (for a pull request) and compare.html to DIR. Exit 1
@@ -120,11 +121,15 @@ def _listed(title: str, entries: Sequence[Mapping[str, Any]]) -> None:
     if entries:
         out.print(Text(title))
     for e in entries[:_SHOWN]:
+        # One line each, line breaks escaped and never wrapped: an id's line break, or a space
+        # where the line wraps, would start a line of the log with what the data says.
         out.print(
             shown(
                 f"  {e['case_id']}  {e['category']}  {e['severity']}  risk "
-                f"{_risk(e['base_risk_score'])} → {_risk(e['new_risk_score'])}"
-            )
+                f"{_risk(e['base_risk_score'])} → {_risk(e['new_risk_score'])}",
+                one_line=True,
+            ),
+            soft_wrap=True,
         )
     if len(entries) > _SHOWN:
         in_md = min(len(entries), MAX_LISTED)

@@ -1,11 +1,13 @@
 """Compare two reports: what changed between a base run and a new one, case by case.
 
 ``compare_reports`` is pure: it takes two reports as plain data and returns the compare.json
-object (docs/report-format.md, "Comparing runs"). Cases are matched by ``case_id``; metrics
-are read from each report's ``aggregate_metrics`` and judged by which way is better; the
-change in outcomes is tested with McNemar's test when cases pair up, and with the
-two-proportion z test otherwise. ``faultline.report.compare_views`` renders the object as
-compare.md and compare.html and writes the three files.
+object (docs/report-format.md, "Comparing runs"). Cases are matched by probe and sample, and
+by model too when either run mixes several models (:func:`_match`); metrics are read from
+each report's ``aggregate_metrics`` and judged by which way is better, each change rounded
+to :data:`DELTA_DECIMALS` places (:func:`change`); the change in outcomes is tested with
+McNemar's test when cases pair up, and with the two-proportion z test otherwise.
+``faultline.report.compare_views`` renders the object as compare.md and compare.html and
+writes the three files.
 """
 
 from __future__ import annotations
@@ -22,13 +24,20 @@ from faultline.errors import InputError
 from faultline.metrics.stats import mcnemar_test, two_proportion_test
 from faultline.metrics.transforms import NO_TRANSFORM
 from faultline.probes.model import SEVERITIES
-from faultline.report.jsonio import cases_file_path, decode_report_file
+from faultline.report.jsonio import (
+    CASES_FIELD,
+    cases_file_path,
+    check_required,
+    decode_report_file,
+)
 from faultline.report.parquet import read_cases
 
 __all__ = [
     "ALPHA",
     "COMPARE_SCHEMA_VERSION",
+    "DELTA_DECIMALS",
     "METRICS",
+    "change",
     "compare_files",
     "compare_reports",
     "new_failures",
@@ -40,6 +49,9 @@ COMPARE_SCHEMA_VERSION = "1"
 
 ALPHA = 0.05
 """The significance level ``significance.significant`` is judged at."""
+
+DELTA_DECIMALS = 12
+"""The decimal places a change (``delta``) is rounded to: see :func:`change`."""
 
 # name: (section and key in aggregate_metrics, which way is better, label, how it is shown)
 # fmt: off
@@ -75,6 +87,8 @@ class _Case(msgspec.Struct, frozen=True):
     case_id: str
     probe_id: str
     status: Literal["pass", "fail", "error"]
+    sample: int = 0
+    model: str | None = None
     category: str = ""
     severity: str = ""
     risk_score: float | None = None
@@ -85,8 +99,8 @@ class _Report(msgspec.Struct):
     schema_version: str
     run: dict[str, Any]
     aggregate_metrics: dict[str, Any]
-    cases: list[_Case] = []
-    cases_file: dict[str, Any] | None = None
+    cases: list[_Case] | msgspec.UnsetType = msgspec.UNSET
+    cases_file: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     tool: dict[str, Any] = {}
 
 
@@ -100,16 +114,19 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
     a large report costs a fraction of its size in memory.
 
     Raises:
-        InputError: The file is missing, unreadable, or not a faultline report, naming the
-            file and the field.
+        InputError: The file is missing, unreadable, or not a faultline report (a report
+            without its cases, ``cases`` or ``cases_file``, included), naming the file and
+            the field.
     """
     report, p = decode_report_file(path, _DECODER)
-    if report.cases_file is not None:  # a large run: its cases are in cases.parquet
+    check_required(report, p, (CASES_FIELD[report.schema_version],))
+    if not isinstance(report.cases_file, msgspec.UnsetType):  # its cases are in cases.parquet
         report.cases = [
             msgspec.convert(c, _Case)
             for c in read_cases(cases_file_path(p, report.cases_file), _Case.__struct_fields__)
         ]
-    _check(report, p)
+    assert isinstance(report.cases, list)  # schema 1 has its cases, schema 2 read them
+    _check(report.aggregate_metrics, report.cases, p)
     return {
         "schema_version": report.schema_version,
         "tool": report.tool,
@@ -119,9 +136,8 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
     }
 
 
-def _check(report: _Report, path: Path) -> None:
-    """Every compared metric is a number or null, and case ids are unique."""
-    m = report.aggregate_metrics
+def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
+    """Every compared metric is a number or null; case ids, and probe, sample and model, unique."""
     numbers = [
         (f"{section}.{key}", _mapping(m.get(section)).get(key))
         for section, key in (spec[0] for spec in METRICS.values())
@@ -140,12 +156,20 @@ def _check(report: _Report, path: Path) -> None:
                 field=f"aggregate_metrics.{field}",
             )
     seen: set[str] = set()
-    for i, case in enumerate(report.cases):
+    where: dict[_Key, int] = {}
+    for i, case in enumerate(cases):
         if case.case_id in seen:
             raise InputError(
                 f"case_id {case.case_id!r} appears twice", path=path, field=f"cases[{i}].case_id"
             )
         seen.add(case.case_id)
+        if (first := where.setdefault(_key(case, by_model=True), i)) != i:
+            raise InputError(
+                f"case {case.case_id!r} has the same probe, sample and model as cases[{first}] "
+                f"({cases[first].case_id!r}): cases are paired by them",
+                path=path,
+                field=f"cases[{i}]",
+            )
 
 
 def _slice_numbers(where: str, part: Any, n: str) -> list[tuple[str, Any]]:
@@ -177,7 +201,8 @@ def compare_reports(
         new_name: What to call the new report.
 
     Raises:
-        ValueError: A case id appears twice in one report.
+        ValueError: Two cases of one report have the same case id, or the same probe,
+            sample and model.
     """
     changes = _match(base["cases"], new["cases"])
     metrics = {name: _metric(base, new, name) for name in METRICS}
@@ -239,9 +264,11 @@ class _Changes:
         self.still = {"pass": 0, "fail": 0, "error": 0}
         self.paired = self.paired_scored = 0
         self.base, self.new = _Tally(), _Tally()
+        self.models: tuple[list[str | None], list[str | None]] = ([], [])
+        self.by_model = False
 
     def add(self, before: _Case | None, after: _Case) -> None:
-        """Record a case of the new report and the base report's case with its id, if any."""
+        """Record a case of the new report and the base report's case it pairs with, if any."""
         if before is None:
             self.lists["new"].append(_entry(None, after))
             return
@@ -268,25 +295,59 @@ class _Changes:
         }
 
 
+_Key = tuple[str, int] | tuple[str, int, str | None]
+
+
 def _match(base_cases: Iterable[Any], new_cases: Iterable[Any]) -> _Changes:
+    """Pair the cases of two reports by what they are: the probe answered and the sample.
+
+    When either report mixes several models, by the model too: a run that adds a model to
+    the base run's one pairs that model's cases (the other's are new), as does one that drops
+    a model. When each has one model (or records none), the models are not compared, so one
+    model's run compares with another's. Never by the case id, which gains ``@model`` only
+    when a run has several models.
+    """
+    base, new = list(map(_slim, base_cases)), list(map(_slim, new_cases))
     changes = _Changes()
-    index: dict[str, _Case] = {}
-    for raw in base_cases:
-        case = _slim(raw)
-        if case.case_id in index:
-            raise ValueError(f"case_id {case.case_id!r} appears twice in the base report")
-        index[case.case_id] = case
+    changes.models = (_models(base), _models(new))
+    changes.by_model = by_model = any(len(models) > 1 for models in changes.models)
+    index: dict[_Key, _Case] = {}
+    for case in base:
+        key = _key(case, by_model)
+        if key in index:
+            raise ValueError(_twice(index[key], case, "base"))
+        index[key] = case
         changes.base.add(case)
-    seen: set[str] = set()
-    for raw in new_cases:
-        case = _slim(raw)
-        if case.case_id in seen:
-            raise ValueError(f"case_id {case.case_id!r} appears twice in the new report")
-        seen.add(case.case_id)
+    seen: dict[_Key, _Case] = {}
+    for case in new:
+        key = _key(case, by_model)
+        if key in seen:
+            raise ValueError(_twice(seen[key], case, "new"))
+        seen[key] = case
         changes.new.add(case)
-        changes.add(index.pop(case.case_id, None), case)
+        changes.add(index.pop(key, None), case)
     changes.lists["removed"] = [_entry(case, None) for case in index.values()]
     return changes
+
+
+def _key(case: _Case, by_model: bool) -> _Key:
+    if by_model:
+        return case.probe_id, case.sample, case.model
+    return case.probe_id, case.sample
+
+
+def _models(cases: Iterable[_Case]) -> list[str | None]:
+    """The models that answered, sorted, ``None`` (not recorded) first."""
+    return sorted({case.model for case in cases}, key=lambda m: (m is not None, m or ""))
+
+
+def _twice(first: _Case, second: _Case, side: str) -> str:
+    if first.case_id == second.case_id:
+        return f"case_id {first.case_id!r} appears twice in the {side} report"
+    return (
+        f"cases {first.case_id!r} and {second.case_id!r} of the {side} report have the same "
+        "probe, sample and model"
+    )
 
 
 def new_failures(cases: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -339,10 +400,30 @@ def _direction(delta: float | None, better: str | None) -> str:
     return "better" if (delta > 0) == (better == "higher") else "worse"
 
 
+def change(before: float | None, after: float | None) -> float | None:
+    """``after - before`` rounded to :data:`DELTA_DECIMALS` decimal places; ``None`` if either is.
+
+    The difference of two floats carries their rounding: 0.1 - 0.3 is -0.19999999999999998
+    and 0.95 - 0.97 is -0.020000000000000018, so a ``_drop`` gate set at exactly the change
+    would hold or trip by chance. Rounded, a rate that fell from 30% to 10% has a delta of
+    -0.2, the number compare.json holds, the views show and the gates compare (a gate compares
+    the number the file holds, as ``faultline score``'s gates compare report.json's). Twelve
+    places are far above the error of float arithmetic on rates (about 1e-16) and far below
+    what one case moves a rate by (1e-7 in ten million cases). Whole counts stay whole, and a
+    change that rounds to zero is 0, never -0.0.
+    """
+    if before is None or after is None:
+        return None
+    delta = after - before
+    if isinstance(delta, int):
+        return delta
+    return round(delta, DELTA_DECIMALS) + 0.0  # + 0.0: -0.0 becomes 0.0
+
+
 def _metric(base: Mapping[str, Any], new: Mapping[str, Any], name: str) -> dict[str, Any]:
     path, better, _, _ = METRICS[name]
     before, after = _value(base, path), _value(new, path)
-    delta = None if before is None or after is None else after - before
+    delta = change(before, after)
     return {
         "base": before,
         "new": after,
@@ -394,7 +475,12 @@ _COMPARABLE = (
     ("config.severity_weights", "the severity weights differ: severity-weighted metrics are not comparable"),
 )  # fmt: skip
 _UNPAIRED = (
-    "no case_id is in both reports: there are no per-case changes, only new and removed cases"
+    "no case is in both reports (the same probe and sample, and model when a run has several): "
+    "there are no per-case changes, only new and removed cases"
+)
+_MODELS = (
+    "the runs have different models: each model's cases are compared with its own, those of a "
+    "model in one run only are new or removed, and the overall metrics cover different models"
 )
 
 
@@ -409,6 +495,11 @@ def _comparable(
         before, after = (a[section] or {}).get(key), (b[section] or {}).get(key)
         if before != after:
             warnings.append({"field": field, "base": before, "new": after, "message": message})
+    models = changes.models
+    if changes.by_model and models[0] != models[1]:
+        warnings.append(
+            {"field": "models", "base": models[0], "new": models[1], "message": _MODELS}
+        )
     if not changes.paired and changes.base.cases and changes.new.cases:
         warnings.append({"field": "cases.case_id", "base": None, "new": None, "message": _UNPAIRED})
     return warnings
@@ -443,7 +534,7 @@ def _by_category(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
 def _pass_rates(a: Mapping[str, Any], b: Mapping[str, Any], n: str) -> dict[str, Any]:
     """The scored cases (under ``n``) and pass rates of one slice in each report, and the change."""
     rate_a, rate_b = a.get("pass_rate"), b.get("pass_rate")
-    delta = None if rate_a is None or rate_b is None else rate_b - rate_a
+    delta = change(rate_a, rate_b)
     return {
         "base_n": a.get(n, 0),
         "new_n": b.get(n, 0),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from faultline._util.files import atomic_write_bytes
-from faultline._util.text import excerpt
+from faultline._util.text import excerpt, short_id
 from faultline._version import __version__
 from faultline.errors import UsageError
 from faultline.report.compare import METRICS, new_failures
@@ -142,7 +142,7 @@ def _case_rows(entries: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
 
     return [
         (
-            excerpt(e["case_id"], 60),
+            short_id(e["case_id"], 60),
             excerpt(e["category"], 40),
             excerpt(e["severity"], 20),
             f"{e['base_status'] or '–'} → {e['new_status'] or '–'}",
@@ -205,7 +205,8 @@ def _view(result: Mapping[str, Any]) -> dict[str, Any]:
         "verdict": result["verdict"],
         "summary": _summary(result),
         "cases_line": (
-            f"{_plural(c['paired'], 'case')} matched by case_id ({c['paired_scored']:,} scored in both): "
+            f"{_plural(c['paired'], 'case')} in both runs (the same probe and sample, and model when a run "
+            f"has several; {c['paired_scored']:,} scored in both): "
             f"{c['still_passing']:,} still passing, {c['still_failing']:,} still failing, "
             f"{_plural(len(c['error_resolved']), 'error')} resolved "
             f"({sum(e['new_status'] == 'fail' for e in c['error_resolved']):,} now failing); "

@@ -13,6 +13,11 @@ no case of them, so ``coverage`` and ``errors`` do not count them. A metric that
 comparison: ``regressions``, ``fixes``, ``new_failures``, ``removed``, ``became_error``, a
 compared metric's value in the new report (``pass_rate``, ``errors`` ...), its ``_drop``
 (base − new) or ``_rise`` (new − base), and ``p_value``.
+
+Every gate compares the number its file holds, and its message shows that number: a
+report's metric as report.json has it, and a change as compare.json's ``delta`` has it,
+rounded to 12 decimal places (:func:`faultline.report.compare.change`), so a pass rate that
+fell from 30% to 10% dropped by exactly 0.2 and ``pass_rate_drop>=0.2`` trips.
 """
 
 from __future__ import annotations
@@ -325,7 +330,8 @@ def evaluate_compare_gates(
 
     ``regressions>0`` trips on any case that passed in the base run and fails in the new
     one; ``pass_rate<0.95`` on the new run's pass rate; ``severity_weighted_pass_rate_drop>0.02``
-    when that rate fell by more than two points. An undefined value trips its gate.
+    when that rate fell by more than two points (by compare.json's ``delta``, rounded, so a
+    fall of exactly two points does not trip it). An undefined value trips its gate.
 
     Raises:
         UsageError: A gate is malformed or names nothing a comparison has.

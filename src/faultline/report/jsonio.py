@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import mmap
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -22,11 +22,15 @@ from faultline.report.model import CaseLines, Report
 from faultline.report.shape import ReportShape
 
 _SHAPE = msgspec.json.Decoder(ReportShape)
+CASES_FIELD = {"1": "cases", "2": "cases_file"}
+"""The field that holds a report's cases, by schema version: a report without it has none."""
 _REQUIRED = {"1": ("cases",), "2": ("cases_file", "worst_cases")}
 
 __all__ = [
+    "CASES_FIELD",
     "READABLE_VERSIONS",
     "cases_file_path",
+    "check_required",
     "decode_report_file",
     "encode_report",
     "read_report",
@@ -201,19 +205,32 @@ def read_report(path: str | Path) -> dict[str, Any]:
         InputError: The file is missing or is not a faultline report, naming the field.
     """
     shape, p = decode_report_file(path, _SHAPE)
-    for field in _REQUIRED[shape.schema_version]:
-        if getattr(shape, field) is msgspec.UNSET:
-            raise InputError(
-                f"not a faultline report.json: no {field} (schema {shape.schema_version})",
-                path=p,
-                field=field,
-            )
+    check_required(shape, p, _REQUIRED[shape.schema_version])
     _check_references(shape, p)
     try:
         data: dict[str, Any] = msgspec.json.decode(p.read_bytes())
     except RecursionError:  # the shape skips fields it does not read; this reads them all
         raise InputError(TOO_DEEP, path=p) from None
     return data
+
+
+def check_required(report: Any, path: Path, fields: Iterable[str]) -> None:
+    """Each of ``fields`` is in a decoded report (its decoder's type leaves it ``UNSET`` if not).
+
+    Fields a decoder cannot require by itself, as they depend on the schema version: a
+    schema 1 report holds ``cases``, a schema 2 one ``cases_file``. Every reader of a report
+    refuses one without them in the same words.
+
+    Raises:
+        InputError: A field is missing, naming the file and the field.
+    """
+    for field in fields:
+        if getattr(report, field, msgspec.UNSET) is msgspec.UNSET:
+            raise InputError(
+                f"not a faultline report.json: no {field} (schema {report.schema_version})",
+                path=path,
+                field=field,
+            )
 
 
 def _check_references(shape: ReportShape, path: Path) -> None:

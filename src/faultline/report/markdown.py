@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from faultline._util.text import excerpt, visible
+from faultline._util.text import excerpt, short_id, visible
 from faultline.report.mismatches import scorer_mismatches
 from faultline.report.readings import LABELS, geometry_reading
 
@@ -337,7 +337,7 @@ def _worst(report: Mapping[str, Any]) -> list[str]:
         rows.append(
             (
                 str(i),
-                escape_md(w["case_id"], 60),
+                escape_md(short_id(w["case_id"]), 60),  # its end tells cases apart
                 escape_md(w["category"], 40),
                 w["severity"],
                 str(case.get("status", "")),

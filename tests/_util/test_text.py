@@ -1,0 +1,47 @@
+"""Text helpers: ``short_id`` keeps the end of a long case id, which tells cases apart."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faultline._util.text import short_id, visible
+
+LONG_PROBE = "jailbreak-dan-persona-system-prompt-extraction-variant-0042"
+
+
+def test_a_long_id_keeps_its_sample_and_model() -> None:
+    shown = {m: short_id(f"{LONG_PROBE}#0@{m}") for m in ("gpt-4o", "llama-3.1-70b")}
+    assert shown == {
+        "gpt-4o": "jailbreak-dan-person…prompt-extraction-variant-0042#0@gpt-4o",
+        "llama-3.1-70b": "jailbreak-dan-person…extraction-variant-0042#0@llama-3.1-70b",
+    }
+    model = "anthropic/claude-3-5-sonnet-20241022-v2:0"  # longer than two thirds: all of it
+    assert short_id(f"{LONG_PROBE}#3@{model}") == f"jailbreak-dan-p…#3@{model}"
+
+
+def test_a_short_id_is_as_it_is_and_controls_are_escaped_before_the_cut() -> None:
+    assert short_id("wpn-1#0@gpt-4o") == "wpn-1#0@gpt-4o"
+    assert short_id("a\x1bb#0") == "a\\x1bb#0"
+    assert short_id("a\x1b" * 30 + "#0@m", 20) == "a\\x1ba\\…x1ba\\x1b#0@m"  # cut as shown
+
+
+ID_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
+
+
+@given(ID_TEXT, ID_TEXT, st.integers(2, 120))
+def test_a_short_id_fits_and_keeps_the_start_and_the_end(probe: str, rest: str, limit: int) -> None:
+    case_id = f"{probe.replace('#', '%23')}#{rest}"
+    flat = " ".join(visible(case_id).split())
+    got = short_id(case_id, limit)
+    assert len(got) <= limit
+    if len(flat) <= limit:
+        assert got == flat
+        return
+    head, _, tail = got.partition("…")
+    assert flat.startswith(head)
+    assert flat.endswith(tail)
+    assert len(tail) >= (limit - 1) * 2 // 3 - 1  # less only by a space at the cut
+    end = flat[flat.index("#") :]
+    if len(end) <= (limit - 1) * 5 // 6:
+        assert got.endswith(end.lstrip())  # the sample and model whole
