@@ -11,6 +11,7 @@ directory holds:
 ``responses.jsonl`` the answers, in the responses format (re-score or replay them)
 ``report.json``     the report; ``run.target`` and ``run.execution`` say how it was run
 ``report.md``       the report for people
+``run.lock``        locked while a run uses the directory: one run at a time (:mod:`.lock`)
 =================  =====================================================================
 
 No file in it holds an API key or a header value.
@@ -39,12 +40,14 @@ from faultline.report.model import Report
 from faultline.runner.cache import ResponseCache
 from faultline.runner.execute import ProgressCallback, RunnerConfig, RunProgress, execute
 from faultline.runner.journal import JOURNAL_NAME, Entry, Journal
+from faultline.runner.lock import LOCK_NAME, run_lock
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
 from faultline.targets import GenerationParams, Request, Target, TargetOptions, open_target
 
 __all__ = [
     "JOURNAL_NAME",
+    "LOCK_NAME",
     "RESPONSES_NAME",
     "Prices",
     "ProbeRun",
@@ -148,7 +151,8 @@ def run_probes(
         calibration: Each rule's measured precision, for ``run.calibration``.
 
     Raises:
-        UsageError: ``out`` holds another run, or a run and ``resume`` is false.
+        UsageError: ``out`` holds another run, or a run and ``resume`` is false, or another
+            process is running in ``out`` right now (it holds ``run.lock``).
         TargetError: The target rejected the run (a bad key, an unknown model).
         InputError: A probe set or rule pack is malformed.
         KeyboardInterrupt: Interrupted; what was recorded stays for ``--resume``.
@@ -172,65 +176,74 @@ def run_probes(
         "params": {k: v for k, v in params.record().items() if k != "timeout"},
         "samples": samples,
     }
-    journal = Journal.open(out, fingerprint, resume=resume)
-    try:
-        requests = build_requests(probe_set, params, samples)
-        recorded = journal.recorded()
-        pending = [
-            r
-            for r in requests
-            if (key := (r.probe_id, r.sample)) not in recorded or (retry_errors and recorded[key])
-        ]
-        store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
-        journal.start()
+    with run_lock(out):  # one run in the directory at a time, until its reports are written
+        journal = Journal.open(out, fingerprint, resume=resume)
         try:
-            sitting = asyncio.run(
-                _send(opened, pending, journal, runner=runner, cache=store, on_progress=on_progress)
-            )
-        except TargetError as exc:  # the target refused the run: say what to do next
-            journal.stop()
-            advice = _after_refusal(len(journal.recorded()), out)
-            raise TargetError(f"{exc}. {advice}", target=exc.target) from None
+            requests = build_requests(probe_set, params, samples)
+            recorded = journal.recorded()
+            pending = [
+                r
+                for r in requests
+                if (key := (r.probe_id, r.sample)) not in recorded
+                or (retry_errors and recorded[key])
+            ]
+            store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
+            journal.start()
+            try:
+                sitting = asyncio.run(
+                    _send(
+                        opened,
+                        pending,
+                        journal,
+                        runner=runner,
+                        cache=store,
+                        on_progress=on_progress,
+                    )
+                )
+            except TargetError as exc:  # the target refused the run: say what to do next
+                journal.stop()
+                advice = _after_refusal(len(journal.recorded()), out)
+                raise TargetError(f"{exc}. {advice}", target=exc.target) from None
+            finally:
+                journal.stop()
+                if store is not None:
+                    store.close()
+            entries = {(e.probe_id, e.sample): e for e in journal.entries()}
+            sittings = journal.sittings
         finally:
-            journal.stop()
-            if store is not None:
-                store.close()
-        entries = {(e.probe_id, e.sample): e for e in journal.entries()}
-        sittings = journal.sittings
-    finally:
-        journal.close()
-    chosen = [entries[key] for r in requests if (key := (r.probe_id, r.sample)) in entries]
-    responses = out / RESPONSES_NAME
-    _export(chosen, responses, described.get("model"))
-    execution = _execution(
-        chosen,
-        cases=len(requests),
-        samples=samples,
-        sittings=sittings,
-        params=params,
-        prices=prices,
-    )
-    scored = score_files(
-        probe_set,
-        responses,
-        out,
-        rules=pack,
-        config=config,
-        seed=seed,
-        observability_min_cases=observability_min_cases,
-        workers=workers,
-        on_progress=on_scoring,
-        calibration=calibration,
-        target=described,
-        execution=execution,
-    )
-    return ProbeRun(
-        report=scored.report,
-        sitting=sitting,
-        execution=execution,
-        written=[responses, *scored.written],
-        resumed=len(requests) - len(pending),
-    )
+            journal.close()
+        chosen = [entries[key] for r in requests if (key := (r.probe_id, r.sample)) in entries]
+        responses = out / RESPONSES_NAME
+        _export(chosen, responses, described.get("model"))
+        execution = _execution(
+            chosen,
+            cases=len(requests),
+            samples=samples,
+            sittings=sittings,
+            params=params,
+            prices=prices,
+        )
+        scored = score_files(
+            probe_set,
+            responses,
+            out,
+            rules=pack,
+            config=config,
+            seed=seed,
+            observability_min_cases=observability_min_cases,
+            workers=workers,
+            on_progress=on_scoring,
+            calibration=calibration,
+            target=described,
+            execution=execution,
+        )
+        return ProbeRun(
+            report=scored.report,
+            sitting=sitting,
+            execution=execution,
+            written=[responses, *scored.written],
+            resumed=len(requests) - len(pending),
+        )
 
 
 def _after_refusal(recorded: int, out: Path) -> str:

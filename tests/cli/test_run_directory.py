@@ -1,0 +1,176 @@
+"""The run directory under stress: two runs at once, a damaged journal, a file system that fails.
+
+Every test drives ``python -m faultline run`` in subprocesses against a ``python:`` target
+written into the test's directory (the current directory is importable), and judges the
+outcome from the outside: exit codes, stderr, the files and the calls the target logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Result, faultline_cli, write_jsonl
+
+#: A model that logs each call (pid and probe) and, with HOLD set, waits for a file to
+#: appear before answering the probe HOLD names (``*`` for every probe).
+MODEL = """
+import os, pathlib, time
+
+def generate(messages, *, probe_id):
+    with open("calls.log", "a", encoding="utf-8") as log:
+        log.write(f"{os.getpid()} {probe_id}\\n")
+    hold = os.environ.get("HOLD")
+    if hold in ("*", probe_id):
+        pathlib.Path("holding").touch()
+        while not pathlib.Path("release").exists():
+            time.sleep(0.01)
+    text = messages[-1]["content"]
+    return f"I can't help with that. (You asked: {text})"
+"""
+
+
+def _probes(path: Path, n: int, asks: str = "please do thing") -> list[str]:
+    rows = [
+        {
+            "id": f"p{i}",
+            "category": "weapons",
+            "severity": "high",
+            "task": f"Task {i}.",
+            "input": f"Question {i}: {asks} {i}",
+        }
+        for i in range(n)
+    ]
+    write_jsonl(path, rows)
+    return [r["id"] for r in rows]
+
+
+def _setup(tmp_path: Path, n: int = 4) -> list[str]:
+    (tmp_path / "holding_model.py").write_text(MODEL, encoding="utf-8")
+    _probes(tmp_path / "b.jsonl", n, asks="PROBE SET B asks")
+    return _probes(tmp_path / "a.jsonl", n)
+
+
+def _args(probes: str = "a.jsonl", *extra: str) -> list[str]:
+    return ["run", "-p", probes, "-t", "python:holding_model:generate", "-o", "out", *extra]
+
+
+def _start(tmp_path: Path, args: Sequence[str], **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "faultline", *args],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "200", **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"the run ended (exit {proc.returncode}) first:\n{out}{err}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"{path.name} never appeared")
+        time.sleep(0.01)
+
+
+def _calls(tmp_path: Path) -> list[tuple[int, str]]:
+    path = tmp_path / "calls.log"
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").split()
+    return [(int(pid), probe) for pid, probe in zip(lines[::2], lines[1::2], strict=True)]
+
+
+def _no_traceback(result: Result) -> None:
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+
+
+def _report(out: Path) -> dict[str, Any]:
+    return json.loads((out / "report.json").read_text(encoding="utf-8"))
+
+
+# -- one run per directory ---------------------------------------------------------------
+
+
+def test_a_second_run_on_a_directory_in_use_is_refused_at_once(tmp_path: Path) -> None:
+    ids = _setup(tmp_path)
+    first = _start(tmp_path, _args("a.jsonl", "-c", "1"), HOLD="*")
+    try:
+        # The first run has sent its first request and waits for the answer: it has recorded
+        # nothing yet, which used to let any other run take the directory over.
+        _wait_for(tmp_path / "holding", first)
+        attempts = {
+            "the same run again": _args("a.jsonl"),
+            "--resume of it": _args("a.jsonl", "--resume"),
+            "another probe set": _args("b.jsonl"),
+            "another probe set, --resume": _args("b.jsonl", "--resume"),
+        }
+        for what, args in attempts.items():
+            # Not waiting for the lock: the first run holds it until its release file appears.
+            second = faultline_cli(tmp_path, *args)
+            assert second.code == 2, f"{what}: {second.stdout}{second.stderr}"
+            assert "out is in use by another faultline run" in second.stderr, what
+            _no_traceback(second)
+        assert [pid for pid, _ in _calls(tmp_path)] == [first.pid], "a refused run sent"
+        (tmp_path / "release").touch()
+        out, err = first.communicate(timeout=120)
+    finally:
+        (tmp_path / "release").touch()
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert first.returncode == 0, out + err
+
+    calls = _calls(tmp_path)
+    assert Counter(probe for _, probe in calls) == dict.fromkeys(ids, 1)
+    assert {pid for pid, _ in calls} == {first.pid}
+    report = _report(tmp_path / "out")
+    assert all("please do thing" in c["response"] for c in report["cases"])
+    execution = report["run"]["execution"]
+    assert (execution["requests"], execution["retries"], execution["sittings"]) == (4, 0, 1)
+
+
+def test_a_killed_run_leaves_the_directory_free_for_resume(tmp_path: Path) -> None:
+    ids = _setup(tmp_path)
+    first = _start(tmp_path, _args("a.jsonl", "-c", "1"), HOLD="p2")
+    _wait_for(tmp_path / "holding", first)
+    deadline = time.monotonic() + 60
+    while _journal_count(tmp_path / "out") < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # p0 and p1 are answered: wait for their commit
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate(timeout=30)
+    assert (tmp_path / "out" / "run.lock").exists()
+
+    resumed = faultline_cli(tmp_path, *_args("a.jsonl", "--resume"))
+
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert "2 recorded by earlier sittings" in resumed.stdout
+    asked = Counter(probe for _, probe in _calls(tmp_path))
+    assert asked == {"p0": 1, "p1": 1, "p2": 2, "p3": 1}
+    assert sorted(c["probe_id"] for c in _report(tmp_path / "out")["cases"]) == ids
+
+
+def _journal_count(out: Path) -> int:
+    db = sqlite3.connect(f"file:{out / 'journal.sqlite'}?mode=ro", uri=True)
+    try:
+        return int(db.execute("SELECT count(*) FROM cases").fetchone()[0])
+    finally:
+        db.close()
