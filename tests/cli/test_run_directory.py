@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -104,7 +105,8 @@ def _no_traceback(result: Result) -> None:
 
 
 def _report(out: Path) -> dict[str, Any]:
-    return json.loads((out / "report.json").read_text(encoding="utf-8"))
+    report: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return report
 
 
 # -- one run per directory ---------------------------------------------------------------
@@ -174,3 +176,127 @@ def _journal_count(out: Path) -> int:
         return int(db.execute("SELECT count(*) FROM cases").fetchone()[0])
     finally:
         db.close()
+
+
+def _flat(text: str) -> str:
+    """The text with its line breaks undone (the console wraps long messages)."""
+    return " ".join(text.split())
+
+
+# -- a damaged or unwritable journal -------------------------------------------------------
+
+
+def _rootpage(journal: Path, table: str) -> int:
+    db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
+    try:
+        return int(
+            db.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+        )
+    finally:
+        db.close()
+
+
+def _damage(journal: Path, how: str) -> None:
+    data = bytearray(journal.read_bytes())
+    if how == "cut-in-half":
+        data = data[: len(data) // 2]
+    elif how == "cut-to-one-page":
+        data = data[:4096]
+    elif how == "header-overwritten":
+        data[:16] = b"X" * 16
+    elif how == "cases-page-overwritten":  # the header and the meta table are intact
+        page = _rootpage(journal, "cases")
+        data[(page - 1) * 4096 : page * 4096] = b"\xff" * 4096
+    journal.write_bytes(bytes(data))
+
+
+DAMAGES = ["cut-in-half", "cut-to-one-page", "header-overwritten", "cases-page-overwritten"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the model, the probe sets and a finished run of a.jsonl in out/."""
+    directory = tmp_path_factory.mktemp("finished")
+    _setup(directory, n=10)
+    first = faultline_cli(directory, *_args())
+    assert first.code == 0, first.stdout + first.stderr
+    return directory
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_journal_is_named_exit_2_and_left_as_it_was(
+    tmp_path: Path, finished_run: Path, how: str
+) -> None:
+    shutil.copytree(finished_run, tmp_path, dirs_exist_ok=True)
+    journal = tmp_path / "out" / "journal.sqlite"
+    _damage(journal, how)
+    damaged = journal.read_bytes()
+    calls = _calls(tmp_path)
+
+    for extra in (["--resume"], []):
+        result = faultline_cli(tmp_path, *_args("a.jsonl", *extra))
+
+        assert result.code == 2, result.stdout + result.stderr
+        _no_traceback(result)
+        said = _flat(result.stderr)
+        assert "out/journal.sqlite: is not a readable faultline journal" in said
+        assert "restore it from a copy, or start the run again in another --out" in said
+        assert journal.read_bytes() == damaged, "the damaged journal was written to"
+        assert _calls(tmp_path) == calls, "a request was sent"
+
+
+def test_a_journal_on_a_read_only_file_system_is_named_exit_2(tmp_path: Path) -> None:
+    _setup(tmp_path)
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip("mounting a tmpfs is not permitted here")
+    try:
+        args = ["run", "-p", "a.jsonl", "-t", "python:holding_model:generate", "-o", "mnt/out"]
+        first = faultline_cli(tmp_path, *args)
+        assert first.code == 0, first.stdout + first.stderr
+        before = {p.name: p.read_bytes() for p in (mount / "out").iterdir()}
+        remounted = subprocess.run(
+            ["mount", "-o", "remount,ro", str(mount)], capture_output=True, check=False
+        )
+        if remounted.returncode != 0:
+            pytest.skip("remounting read-only is not permitted here")
+
+        for extra in (["--resume"], []):
+            result = faultline_cli(tmp_path, *args, *extra)
+
+            assert result.code == 2, result.stdout + result.stderr
+            _no_traceback(result)
+            said = _flat(result.stderr)
+            assert "mnt/out: cannot be written (read-only file system)" in said
+            assert "--resume" in said
+        assert {p.name: p.read_bytes() for p in (mount / "out").iterdir()} == before
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+
+
+def test_a_read_only_journal_is_named_exit_2(tmp_path: Path, finished_run: Path) -> None:
+    shutil.copytree(finished_run, tmp_path, dirs_exist_ok=True)
+    journal = tmp_path / "out" / "journal.sqlite"
+    journal.chmod(0o444)
+    try:
+        try:
+            with journal.open("r+b"):
+                pytest.skip("file permissions are not enforced for this user (root)")
+        except PermissionError:
+            pass
+        before = journal.read_bytes()
+
+        result = faultline_cli(tmp_path, *_args("a.jsonl", "--resume"))
+
+        assert result.code == 2, result.stdout + result.stderr
+        _no_traceback(result)
+        assert "out/journal.sqlite: cannot be written (permission denied)" in _flat(result.stderr)
+        assert journal.read_bytes() == before
+    finally:
+        journal.chmod(0o644)

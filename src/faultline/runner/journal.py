@@ -14,6 +14,7 @@ answers to different questions would make the report meaningless.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import sqlite3
 import threading
@@ -24,13 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from faultline._util.text import well_formed
-from faultline.errors import UsageError
+from faultline.errors import InputError, UsageError
 
 __all__ = ["JOURNAL_NAME", "Entry", "Journal", "recorded_count"]
 
 JOURNAL_NAME = "journal.sqlite"
 SCHEMA = "1"
 _BATCH = 2048
+#: SQLite's codes for a journal it could read but not write (or not open at all).
+_CANNOT_WRITE = {
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_AUTH,
+}
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -166,46 +176,71 @@ class Journal:
     def open(cls, directory: Path, fingerprint: Mapping[str, Any], *, resume: bool) -> Journal:
         """Open (or create) the journal in ``directory`` for a run with this fingerprint.
 
+        Nothing is written to a journal before it has been read whole, so a damaged one is
+        left as it was.
+
         Raises:
             UsageError: The directory holds a run and ``resume`` is false, or it holds a
                 different run (another probe set, target or parameters). A run that
                 recorded no case is neither: it starts over.
+            InputError: The journal is damaged (not an SQLite database, or cut short), or
+                cannot be written (a read-only file, directory or file system).
         """
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / JOURNAL_NAME
         existed = path.exists()
-        db = _connect(path)
-        meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if existed else {}
-        if meta and not recorded_count(directory):
+        if existed:
+            _check_writable(path)
+        try:
+            db = _connect(path)
+        except sqlite3.Error as exc:
+            raise _unusable(path, exc) from None
+        try:
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall()) if existed else {}
+            # Read every case before anything is written: damage shows here, not halfway
+            # through the run.
+            recorded = _recorded(db) if meta else {}
+        except sqlite3.Error as exc:
+            db.close()
+            raise _unusable(path, exc) from None
+        if meta and not recorded:
             # A run that recorded nothing (stopped by a rejected key or an unknown model) starts
             # over, with or without --resume: there is nothing to mix a corrected run with.
             meta = {}
         if meta and not resume:
             db.close()
-            recorded = recorded_count(directory)
             raise UsageError(
-                f"{directory} already holds a run ({recorded} cases recorded in {JOURNAL_NAME}); "
-                "pass --resume to continue it, or choose another --out"
+                f"{directory} already holds a run ({len(recorded)} cases recorded in "
+                f"{JOURNAL_NAME}); pass --resume to continue it, or choose another --out"
             )
         wanted = json.dumps(dict(fingerprint), sort_keys=True)
         if meta:
             _check_same(path, json.loads(meta.get("fingerprint", "{}")), dict(fingerprint), db)
         sittings = int(meta.get("sittings", "0")) + 1
-        with db:
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (wanted,))
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('sittings', ?)", (str(sittings),))
+        try:
+            with db:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (wanted,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('sittings', ?)", (str(sittings),))
+        except sqlite3.Error as exc:
+            db.close()
+            raise _unusable(path, exc) from None
         return cls(path, db, sittings)
 
     def recorded(self) -> dict[tuple[str, int], bool]:
         """Every recorded case, ``(probe_id, sample)`` to whether it is an error."""
-        rows = self._db.execute("SELECT probe_id, sample, error IS NOT NULL FROM cases")
-        return {(p, s): bool(e) for p, s, e in rows}
+        try:
+            return _recorded(self._db)
+        except sqlite3.Error as exc:
+            raise _unusable(self.path, exc) from None
 
     def entries(self) -> Iterator[Entry]:
         """Every recorded entry, in no particular order."""
-        for row in self._db.execute(f"SELECT {_COLUMNS} FROM cases"):
-            yield Entry.from_row(row)
+        try:
+            for row in self._db.execute(f"SELECT {_COLUMNS} FROM cases"):
+                yield Entry.from_row(row)
+        except sqlite3.Error as exc:
+            raise _unusable(self.path, exc) from None
 
     def start(self) -> None:
         """Start the writer thread; from now on only it touches the database."""
@@ -270,6 +305,53 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA busy_timeout=5000")
     db.executescript(_DDL)
     return db
+
+
+def _recorded(db: sqlite3.Connection) -> dict[tuple[str, int], bool]:
+    rows = db.execute("SELECT probe_id, sample, error IS NOT NULL FROM cases")
+    return {(p, s): bool(e) for p, s, e in rows}
+
+
+def _check_writable(path: Path) -> None:
+    """Raise :class:`InputError` when the journal's files cannot be opened for writing.
+
+    SQLite would say only "unable to open database file" or "attempt to write a readonly
+    database"; the operating system says why (a read-only file system, no permission).
+    """
+    for file in (path, path.with_name(f"{path.name}-wal"), path.with_name(f"{path.name}-shm")):
+        try:
+            fd = os.open(file, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _cannot_write(path, (exc.strerror or str(exc)).lower()) from None
+        os.close(fd)
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> InputError:
+    """The error for a journal SQLite could not open, read or write: what is wrong, what to do."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in _CANNOT_WRITE:
+        return _cannot_write(path, str(exc))
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return InputError(
+            f"is locked by another program ({exc}); close what holds it open and run again",
+            path=path,
+        )
+    return InputError(
+        f"is not a readable faultline journal ({exc}): it was damaged (cut short or "
+        "overwritten); restore it from a copy, or start the run again in another --out",
+        path=path,
+    )
+
+
+def _cannot_write(path: Path, reason: str) -> InputError:
+    return InputError(
+        f"cannot be written ({reason}): a run records every answer in it as it arrives; make "
+        "the run directory writable, or copy it to a place faultline can write and run the same "
+        "command there with --out and --resume",
+        path=path,
+    )
 
 
 def recorded_count(directory: str | Path) -> int:

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from faultline.errors import UsageError
+from faultline.errors import InputError, UsageError
 
 __all__ = ["LOCK_NAME", "run_lock"]
 
@@ -57,10 +57,20 @@ def run_lock(directory: Path) -> Iterator[None]:
 
     Raises:
         UsageError: Another process holds the directory (another ``faultline run``).
+        InputError: The directory cannot be written (a read-only file system, no permission).
     """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:  # the first write a run makes in its directory
+        raise InputError(
+            f"cannot be written ({(exc.strerror or str(exc)).lower()}): a run records every "
+            "answer in its directory as it arrives; choose an --out faultline can write (to "
+            "continue a run recorded here, copy the directory there and run the same command "
+            "with that --out and --resume)",
+            path=directory,
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
