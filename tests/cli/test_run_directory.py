@@ -25,20 +25,36 @@ import pytest
 from tests.conftest import Result, faultline_cli, write_jsonl
 
 #: A model that logs each call (pid and probe) and, with HOLD set, waits for a file to
-#: appear before answering the probe HOLD names (``*`` for every probe).
+#: appear before answering the probe HOLD names (``*`` for every probe). PAD makes its
+#: answers longer; with SETTLE, p1 is answered once p0's answer is committed.
 MODEL = """
-import os, pathlib, time
+import os, pathlib, sqlite3, time
+
+def _recorded():
+    try:
+        db = sqlite3.connect("file:out/journal.sqlite?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT count(*) FROM cases").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
 
 def generate(messages, *, probe_id):
     with open("calls.log", "a", encoding="utf-8") as log:
         log.write(f"{os.getpid()} {probe_id}\\n")
+    if os.environ.get("SETTLE") and probe_id == "p1":
+        deadline = time.monotonic() + 60
+        while _recorded() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
     hold = os.environ.get("HOLD")
     if hold in ("*", probe_id):
         pathlib.Path("holding").touch()
         while not pathlib.Path("release").exists():
             time.sleep(0.01)
     text = messages[-1]["content"]
-    return f"I can't help with that. (You asked: {text})"
+    pad = " Sorry." * int(os.environ.get("PAD", "0"))
+    return f"I can't help with that. (You asked: {text}){pad}"
 """
 
 
@@ -300,3 +316,97 @@ def test_a_read_only_journal_is_named_exit_2(tmp_path: Path, finished_run: Path)
         assert journal.read_bytes() == before
     finally:
         journal.chmod(0o644)
+
+
+# -- a file system that fails while the run goes on ---------------------------------------
+
+#: Runs faultline with a file size limit: a write past it fails with EFBIG ("File too
+#: large"), as a full disk fails with ENOSPC, and SIGXFSZ is ignored so that it does not kill.
+LIMITED = """
+import os, resource, signal, sys
+limit = int(os.environ["FSIZE"])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+os.execv(sys.executable, [sys.executable, "-m", "faultline", *sys.argv[1:]])
+"""
+
+
+def _limited(cwd: Path, args: Sequence[str], limit: int, **env: str) -> Result:
+    proc = subprocess.run(
+        [sys.executable, "-c", LIMITED, *args],
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "120", "FSIZE": str(limit), **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _journal_ids(out: Path) -> set[str]:
+    db = sqlite3.connect(f"file:{out / 'journal.sqlite'}?mode=ro", uri=True)
+    try:
+        return {p for (p,) in db.execute("SELECT probe_id FROM cases")}
+    finally:
+        db.close()
+
+
+def test_a_journal_that_cannot_grow_stops_the_run_with_exit_3_and_resume_continues(
+    tmp_path: Path,
+) -> None:
+    ids = _setup(tmp_path, n=60)
+    limit = 64 * 1024  # 60 answers of 1.5 kB each cannot fit in the journal's 64 kB
+
+    stopped = _limited(tmp_path, _args("a.jsonl", "-c", "1"), limit, PAD="250", SETTLE="1")
+
+    assert stopped.code == 3, stopped.stdout + stopped.stderr
+    _no_traceback(stopped)
+    said = _flat(stopped.stderr)
+    assert (
+        "out/journal.sqlite could not be written (the file size limit of 65,536 bytes "
+        "(ulimit -f) is reached)"
+    ) in said
+    recorded = _journal_ids(tmp_path / "out")
+    assert 0 < len(recorded) < 60
+    assert f"the {len(recorded)} cases recorded in it are safe" in said
+    assert "run the same command with --resume to send only the rest" in said
+    assert not (tmp_path / "out" / "report.json").exists()
+    before = Counter(probe for _, probe in _calls(tmp_path))
+
+    resumed = faultline_cli(tmp_path, *_args("a.jsonl", "--resume"), env={"PAD": "250"})
+
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    asked = Counter(probe for _, probe in _calls(tmp_path)) - before
+    assert not set(asked) & recorded, "a case recorded before the failure was sent again"
+    assert set(asked) == set(ids) - recorded
+    assert sorted(c["probe_id"] for c in _report(tmp_path / "out")["cases"]) == sorted(ids)
+
+
+def test_reports_that_cannot_be_written_exit_3_and_resume_writes_them_sending_nothing(
+    tmp_path: Path,
+) -> None:
+    ids = _setup(tmp_path, n=10)
+    limit = 512 * 1024  # room for the journal and report.json, not for report.html (1 MB)
+
+    stopped = _limited(tmp_path, _args(), limit)
+
+    assert stopped.code == 3, stopped.stdout + stopped.stderr
+    _no_traceback(stopped)
+    said = _flat(stopped.stderr)
+    assert "the reports in out (report.json and views) could not be written (file too large)" in (
+        said
+    )
+    assert "all 10 cases are recorded in out/journal.sqlite" in said
+    assert "--resume to write the reports (nothing is sent again)" in said
+    assert _journal_ids(tmp_path / "out") == set(ids)
+    assert not (tmp_path / "out" / "report.json").exists()  # the reports go in together
+    calls = _calls(tmp_path)
+
+    resumed = faultline_cli(tmp_path, *_args("a.jsonl", "--resume"))
+
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert _calls(tmp_path) == calls, "a request was sent again"
+    assert (tmp_path / "out" / "report.html").exists()
+    assert sorted(c["probe_id"] for c in _report(tmp_path / "out")["cases"]) == sorted(ids)

@@ -213,7 +213,8 @@ def run_command(**o: Any) -> int:
     Ctrl-C, the same command with --resume sends only what is missing. Failed requests
     (after retries) are error cases: never passes, counted in coverage. Exit 0 done, 1 a
     --fail-on gate tripped, 2 bad usage, 3 the target failed (refused the run, or no case
-    was answered) or coverage/error gates tripped, 130 interrupted (Ctrl-C or SIGTERM).
+    was answered), DIR could not be written (a full disk), or coverage/error gates tripped,
+    130 interrupted (Ctrl-C or SIGTERM).
     --transform NAMES also sends attack variants of every probe (ids ID~NAME); the report
     then compares pass rates per transform (docs/probes.md).
     """

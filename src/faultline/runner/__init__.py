@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from faultline.probes.probeset import ProbeSet
 from faultline.report.model import Report
 from faultline.runner.cache import ResponseCache
 from faultline.runner.execute import ProgressCallback, RunnerConfig, RunProgress, execute
-from faultline.runner.journal import JOURNAL_NAME, Entry, Journal
+from faultline.runner.journal import JOURNAL_NAME, Entry, Journal, RecordingError
 from faultline.runner.lock import LOCK_NAME, run_lock
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
@@ -51,6 +52,7 @@ __all__ = [
     "RESPONSES_NAME",
     "Prices",
     "ProbeRun",
+    "RecordingError",
     "RunProgress",
     "RunnerConfig",
     "build_requests",
@@ -154,7 +156,10 @@ def run_probes(
         UsageError: ``out`` holds another run, or a run and ``resume`` is false, or another
             process is running in ``out`` right now (it holds ``run.lock``).
         TargetError: The target rejected the run (a bad key, an unknown model).
-        InputError: A probe set or rule pack is malformed.
+        RecordingError: A file of ``out`` could not be written (a full disk): what was
+            recorded is kept, and ``resume`` continues.
+        InputError: A probe set or rule pack is malformed, or the journal in ``out`` is
+            damaged or cannot be written.
         KeyboardInterrupt: Interrupted; what was recorded stays for ``--resume``.
     """
     probe_set = probes if isinstance(probes, ProbeSet) else load_probes(probes)
@@ -205,16 +210,21 @@ def run_probes(
                 advice = _after_refusal(len(journal.recorded()), out)
                 raise TargetError(f"{exc}. {advice}", target=exc.target) from None
             finally:
-                journal.stop()
-                if store is not None:
-                    store.close()
+                try:
+                    journal.stop()
+                finally:
+                    if store is not None:
+                        store.close()
             entries = {(e.probe_id, e.sample): e for e in journal.entries()}
             sittings = journal.sittings
         finally:
             journal.close()
         chosen = [entries[key] for r in requests if (key := (r.probe_id, r.sample)) in entries]
         responses = out / RESPONSES_NAME
-        _export(chosen, responses, described.get("model"))
+        try:
+            _export(chosen, responses, described.get("model"))
+        except OSError as exc:
+            raise _unwritten(responses, exc, len(chosen), out) from None
         execution = _execution(
             chosen,
             cases=len(requests),
@@ -223,20 +233,24 @@ def run_probes(
             params=params,
             prices=prices,
         )
-        scored = score_files(
-            probe_set,
-            responses,
-            out,
-            rules=pack,
-            config=config,
-            seed=seed,
-            observability_min_cases=observability_min_cases,
-            workers=workers,
-            on_progress=on_scoring,
-            calibration=calibration,
-            target=described,
-            execution=execution,
-        )
+        try:
+            scored = score_files(
+                probe_set,
+                responses,
+                out,
+                rules=pack,
+                config=config,
+                seed=seed,
+                observability_min_cases=observability_min_cases,
+                workers=workers,
+                on_progress=on_scoring,
+                calibration=calibration,
+                target=described,
+                execution=execution,
+            )
+        except OSError as exc:  # every answer is recorded: only the reports are missing
+            where = _staged_name(exc.filename) or f"the reports in {out} (report.json and views)"
+            raise _unwritten(where, exc, len(chosen), out) from None
         return ProbeRun(
             report=scored.report,
             sitting=sitting,
@@ -244,6 +258,25 @@ def run_probes(
             written=[responses, *scored.written],
             resumed=len(requests) - len(pending),
         )
+
+
+def _unwritten(where: Path | str, exc: OSError, recorded: int, out: Path) -> RecordingError:
+    """The error for a run whose answers are all recorded but whose files could not be written."""
+    reason = (exc.strerror or str(exc)).lower()
+    return RecordingError(
+        f"{where} could not be written ({reason}); all {recorded:,} cases are recorded in "
+        f"{out / JOURNAL_NAME}: make room (or fix the cause) and run the same command with "
+        "--resume to write the reports (nothing is sent again)"
+    )
+
+
+def _staged_name(filename: object) -> Path | None:
+    """The file a failed write was for: ``.report.json.x1y2.tmp`` was staged for ``report.json``."""
+    if not isinstance(filename, str | Path):
+        return None
+    path = Path(filename)
+    staged = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", path.name)
+    return path if staged is None else path.with_name(staged.group(1))
 
 
 def _after_refusal(recorded: int, out: Path) -> str:

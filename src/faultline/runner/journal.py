@@ -13,9 +13,11 @@ answers to different questions would make the report meaningless.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
+import resource
 import sqlite3
 import threading
 import time
@@ -25,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from faultline._util.text import well_formed
-from faultline.errors import InputError, UsageError
+from faultline.errors import FaultlineError, InputError, UsageError
 
-__all__ = ["JOURNAL_NAME", "Entry", "Journal", "recorded_count"]
+__all__ = ["JOURNAL_NAME", "Entry", "Journal", "RecordingError", "recorded_count"]
 
 JOURNAL_NAME = "journal.sqlite"
 SCHEMA = "1"
@@ -82,6 +84,17 @@ _UPSERT = (
     f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 13)}) "
     f"ON CONFLICT (probe_id, sample) DO UPDATE SET {_UPDATED}"
 )
+
+
+class RecordingError(FaultlineError):
+    """A file of the run directory could not be written while the run went on.
+
+    A full disk or an I/O error while answers were being recorded, or while the reports were
+    written. What was committed before is safe, and ``--resume`` continues; exit code 3, as
+    for a run that failed outright, since requests were sent.
+    """
+
+    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -170,6 +183,7 @@ class Journal:
         self._db = connection
         self._queue: queue.SimpleQueue[Entry | None] = queue.SimpleQueue()
         self._failure: BaseException | None = None
+        self._error: RecordingError | None = None
         self._writer: threading.Thread | None = None
 
     @classmethod
@@ -250,19 +264,47 @@ class Journal:
         self._writer.start()
 
     def record(self, entry: Entry) -> None:
-        """Queue an entry to be committed (a failed writer's error is raised here)."""
+        """Queue an entry to be committed (a failed writer's error is raised here).
+
+        Raises:
+            RecordingError: The writer could not commit (a full disk, an I/O error).
+        """
         if self._failure is not None:
-            raise self._failure
+            raise self._failed()
         self._queue.put(entry)
 
     def stop(self) -> None:
-        """Commit every queued entry and stop the writer (the journal stays readable)."""
+        """Commit every queued entry and stop the writer (the journal stays readable).
+
+        Raises:
+            RecordingError: The writer could not commit (a full disk, an I/O error).
+        """
         if self._writer is not None:
             self._queue.put(None)
             self._writer.join()
             self._writer = None
         if self._failure is not None:
-            raise self._failure
+            raise self._failed()
+
+    def _failed(self) -> BaseException:
+        """The writer's failure, as the error to raise: once made, always the same one.
+
+        A file system that failed (a full disk, an I/O error) is a :class:`RecordingError`
+        that says how many cases are safe; anything else is a bug, raised as it is.
+        """
+        failure = self._failure
+        if not isinstance(failure, sqlite3.Error | OSError):
+            assert failure is not None
+            return failure
+        if self._error is None:
+            reason = _storage_problem(self.path) or str(failure)
+            recorded = recorded_count(self.path.parent)
+            self._error = RecordingError(
+                f"{self.path} could not be written ({reason}); the {recorded:,} cases recorded "
+                "in it are safe: make room (or fix the cause) and run the same command with "
+                "--resume to send only the rest"
+            )
+        return self._error
 
     def close(self) -> None:
         """Stop the writer (committing what is queued) and close the database."""
@@ -326,6 +368,26 @@ def _check_writable(path: Path) -> None:
         except OSError as exc:
             raise _cannot_write(path, (exc.strerror or str(exc)).lower()) from None
         os.close(fd)
+
+
+def _storage_problem(path: Path) -> str | None:
+    """What stopped ``path`` (or its ``-wal`` file) from growing, when it is one of the usual.
+
+    SQLite says "database or disk is full" or "disk I/O error" but not which; the file
+    system and the process's limits can say.
+    """
+    try:
+        if os.statvfs(path.parent).f_bavail == 0:
+            return "no space left on device"
+    except OSError:
+        pass
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY:
+        for file in (path, path.with_name(f"{path.name}-wal")):
+            with contextlib.suppress(OSError):
+                if file.stat().st_size >= limit:
+                    return f"the file size limit of {limit:,} bytes (ulimit -f) is reached"
+    return None
 
 
 def _unusable(path: Path, exc: sqlite3.Error) -> InputError:
