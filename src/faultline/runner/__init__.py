@@ -40,7 +40,13 @@ from faultline.probes.probeset import ProbeSet
 from faultline.report.model import Report
 from faultline.runner.cache import ResponseCache
 from faultline.runner.execute import ProgressCallback, RunnerConfig, RunProgress, execute
-from faultline.runner.journal import JOURNAL_NAME, Entry, Journal, RecordingError
+from faultline.runner.journal import (
+    JOURNAL_NAME,
+    Entry,
+    Journal,
+    RecordingError,
+    probe_set_digest,
+)
 from faultline.runner.lock import LOCK_NAME, run_lock
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
@@ -176,13 +182,13 @@ def run_probes(
     out = Path(out)
     described = opened.describe()
     fingerprint = {
-        "probe_set": probe_set.sha256,
+        "probe_set": probe_set_digest(probe_set),  # the same probes in any order
         "target": described,
         "params": {k: v for k, v in params.record().items() if k != "timeout"},
         "samples": samples,
     }
     with run_lock(out):  # one run in the directory at a time, until its reports are written
-        journal = Journal.open(out, fingerprint, resume=resume)
+        journal = Journal.open(out, fingerprint, resume=resume, probes=probe_set)
         try:
             requests = build_requests(probe_set, params, samples)
             recorded = journal.recorded()

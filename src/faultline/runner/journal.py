@@ -14,6 +14,7 @@ answers to different questions would make the report meaningless.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -26,10 +27,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from faultline._util.files import sha256_bytes
 from faultline._util.text import well_formed
 from faultline.errors import FaultlineError, InputError, UsageError
+from faultline.probes.model import Probe
+from faultline.probes.probeset import ProbeSet
 
-__all__ = ["JOURNAL_NAME", "Entry", "Journal", "RecordingError", "recorded_count"]
+__all__ = [
+    "JOURNAL_NAME",
+    "Entry",
+    "Journal",
+    "RecordingError",
+    "probe_set_digest",
+    "recorded_count",
+]
 
 JOURNAL_NAME = "journal.sqlite"
 SCHEMA = "1"
@@ -187,11 +200,20 @@ class Journal:
         self._writer: threading.Thread | None = None
 
     @classmethod
-    def open(cls, directory: Path, fingerprint: Mapping[str, Any], *, resume: bool) -> Journal:
+    def open(
+        cls,
+        directory: Path,
+        fingerprint: Mapping[str, Any],
+        *,
+        resume: bool,
+        probes: ProbeSet | None = None,
+    ) -> Journal:
         """Open (or create) the journal in ``directory`` for a run with this fingerprint.
 
         Nothing is written to a journal before it has been read whole, so a damaged one is
-        left as it was.
+        left as it was. With ``probes`` (whose :func:`probe_set_digest` is the fingerprint's
+        ``probe_set``), the journal keeps each probe's id and a digest of each of its fields,
+        so that a resume with another probe set can say which probes changed, and how.
 
         Raises:
             UsageError: The directory holds a run and ``resume`` is false, or it holds a
@@ -228,14 +250,27 @@ class Journal:
                 f"{JOURNAL_NAME}); pass --resume to continue it, or choose another --out"
             )
         wanted = json.dumps(dict(fingerprint), sort_keys=True)
+        listed = False
         if meta:
-            _check_same(path, json.loads(meta.get("fingerprint", "{}")), dict(fingerprint), db)
+            found = json.loads(meta.get("fingerprint", "{}"))
+            if probes is not None and found.get("probe_set") == probes.sha256:
+                # Recorded before probe sets were compared as sets: the same probes in the
+                # same order.
+                found["probe_set"] = fingerprint.get("probe_set")
+            try:
+                listed = _listed(db)
+            except sqlite3.Error as exc:
+                db.close()
+                raise _unusable(path, exc) from None
+            _check_same(path, found, dict(fingerprint), db, probes)
         sittings = int(meta.get("sittings", "0")) + 1
         try:
             with db:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (wanted,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('sittings', ?)", (str(sittings),))
+                if probes is not None and not (meta and listed):
+                    _list_probes(db, probes)
         except sqlite3.Error as exc:
             db.close()
             raise _unusable(path, exc) from None
@@ -431,17 +466,107 @@ def recorded_count(directory: str | Path) -> int:
 
 
 def _check_same(
-    path: Path, found: dict[str, Any], wanted: dict[str, Any], db: sqlite3.Connection
+    path: Path,
+    found: dict[str, Any],
+    wanted: dict[str, Any],
+    db: sqlite3.Connection,
+    probes: ProbeSet | None,
 ) -> None:
     differ = sorted(k for k in set(found) | set(wanted) if found.get(k) != wanted.get(k))
     if not differ:
         return
+    details = []
+    for k in differ[:3]:
+        change = None
+        if k == "probe_set" and probes is not None:
+            change = _probe_changes(db, probes)
+        if change is None:
+            change = f"recorded {json.dumps(found.get(k))}, now {json.dumps(wanted.get(k))}"
+        details.append(f"{k}: {change}")
     db.close()
-    details = "; ".join(
-        f"{k}: recorded {json.dumps(found.get(k))}, now {json.dumps(wanted.get(k))}"
-        for k in differ[:3]
-    )
     raise UsageError(
-        f"{path}: --resume continues the same run, but the {', '.join(differ)} changed ({details}); "
-        "run again with the recorded options, or start a new run in another --out"
+        f"{path}: --resume continues the same run, but the {', '.join(differ)} changed "
+        f"({'; '.join(details)}); run again with the recorded options, or start a new run in "
+        "another --out"
     )
+
+
+# -- the probe set, as a set ---------------------------------------------------------------
+#
+# Cases are keyed by (probe id, sample), and a probe's requests do not depend on where it
+# stands in the set, so the same probes in another order (a re-sorted file, transforms
+# named in another order) are the same run. The journal lists each probe's id with a digest
+# of each of its fields, to say which probes a changed set added, removed or edited, and how.
+
+_PROBES_DDL = (
+    "CREATE TABLE IF NOT EXISTS probes (id TEXT PRIMARY KEY, fields TEXT NOT NULL) WITHOUT ROWID"
+)
+_NAMED = 5  # the most probes a message names of each kind of change
+_encode = msgspec.json.Encoder(order="deterministic").encode
+
+
+def probe_set_digest(probes: ProbeSet) -> str:
+    """SHA-256 of the probes in id order: the same probes in any order have the same digest."""
+    ordered = sorted(probes, key=lambda p: p.id)
+    return sha256_bytes(msgspec.json.encode(ordered, order="deterministic"))
+
+
+def _field_digests(probe: Probe) -> str:
+    """``field:digest,...`` for every field of the probe but its id (12 hex digits each)."""
+    return ",".join(
+        [
+            f"{name}:{hashlib.blake2b(_encode(getattr(probe, name)), digest_size=6).hexdigest()}"
+            for name in probe.__struct_fields__
+            if name != "id"
+        ]
+    )
+
+
+def _listed(db: sqlite3.Connection) -> bool:
+    """Whether the journal lists its probes (journals from before the list do not)."""
+    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'probes'")
+    return row.fetchone() is not None and bool(db.execute("SELECT 1 FROM probes").fetchone())
+
+
+def _list_probes(db: sqlite3.Connection, probes: ProbeSet) -> None:
+    db.execute(_PROBES_DDL)
+    db.execute("DELETE FROM probes")
+    db.executemany(
+        "INSERT INTO probes VALUES (?, ?)",
+        ((well_formed(p.id), _field_digests(p)) for p in probes),
+    )
+
+
+def _probe_changes(db: sqlite3.Connection, probes: ProbeSet) -> str | None:
+    """What differs between the journal's probes and ``probes``, or ``None`` if unknown."""
+    try:
+        if not _listed(db):
+            return None
+        before = dict(db.execute("SELECT id, fields FROM probes").fetchall())
+    except sqlite3.Error:
+        return None
+    now = {well_formed(p.id): _field_digests(p) for p in probes}
+    edited = []
+    for probe_id in sorted(before.keys() & now.keys()):
+        if before[probe_id] != now[probe_id]:
+            old, new = (
+                dict(f.split(":") for f in d.split(",")) for d in (before[probe_id], now[probe_id])
+            )
+            fields = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+            edited.append(f"{probe_id} ({', '.join(fields)})")
+    parts = [
+        _some(f"{len(ids)} probe{'s' if len(ids) != 1 else ''} {what}", ids)
+        for what, ids in (
+            ("edited", edited),
+            ("added", sorted(now.keys() - before.keys())),
+            ("removed", sorted(before.keys() - now.keys())),
+        )
+        if ids
+    ]
+    return ", ".join(parts) if parts else None
+
+
+def _some(head: str, items: list[str]) -> str:
+    shown = ", ".join(items[:_NAMED])
+    more = f" and {len(items) - _NAMED:,} more" if len(items) > _NAMED else ""
+    return f"{head}: {shown}{more}"
