@@ -354,8 +354,10 @@ class Journal:
         while not stop:
             batch: list[Entry] = []
             item = self._queue.get()
-            while item is not None and len(batch) < _BATCH:
+            while item is not None:
                 batch.append(item)
+                if len(batch) == _BATCH:  # a full batch: the next one takes the rest
+                    break
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
