@@ -24,6 +24,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +200,7 @@ def run_probes(
                 or (retry_errors and recorded[key])
             ]
             store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
-            journal.start()
+            journal.start(None if store is None else partial(store.put_answers, described))
             try:
                 sitting = asyncio.run(
                     _send(

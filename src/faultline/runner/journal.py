@@ -22,7 +22,7 @@ import resource
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,7 @@ class Journal:
         self._failure: BaseException | None = None
         self._error: RecordingError | None = None
         self._writer: threading.Thread | None = None
+        self._on_commit: Callable[[list[Entry]], None] | None = None
 
     @classmethod
     def open(
@@ -291,8 +292,15 @@ class Journal:
         except sqlite3.Error as exc:
             raise _unusable(self.path, exc) from None
 
-    def start(self) -> None:
-        """Start the writer thread; from now on only it touches the database."""
+    def start(self, on_commit: Callable[[list[Entry]], None] | None = None) -> None:
+        """Start the writer thread; from now on only it touches the database.
+
+        Args:
+            on_commit: Called by the writer with the entries of each commit, once it is
+                durable (the response cache stores the answers then); what it raises stops
+                the writer as a failed commit would.
+        """
+        self._on_commit = on_commit
         self._writer = threading.Thread(
             target=self._write_loop, name="faultline-journal", daemon=True
         )
@@ -328,6 +336,8 @@ class Journal:
         that says how many cases are safe; anything else is a bug, raised as it is.
         """
         failure = self._failure
+        if isinstance(failure, FaultlineError):  # says what it is itself (the cache's)
+            return failure
         if not isinstance(failure, sqlite3.Error | OSError):
             assert failure is not None
             return failure
@@ -368,6 +378,8 @@ class Journal:
             try:
                 with self._db:
                     self._db.executemany(_UPSERT, [e.row() for e in batch])
+                if self._on_commit is not None:
+                    self._on_commit(batch)
             except BaseException as exc:  # disk full, I/O error: surfaced to the runner
                 self._failure = exc
                 return
