@@ -120,3 +120,51 @@ def test_ctrl_c_does_not_wait_for_a_stuck_python_target_call(tmp_path: Path) -> 
     assert proc.returncode == 130, out + err
     assert "interrupted" in err
     assert "Traceback" not in err
+
+
+SLOW_MODEL = """
+import pathlib, time
+
+def generate(messages, *, probe_id):
+    pathlib.Path("called").touch()
+    time.sleep(0.05)
+    return "I can't help with that."
+"""
+
+
+RUN_SLOW = ("run", "-p", "p.jsonl", "-t", "python:slow_model:generate", "-o", "out", "-c", "2")
+
+
+def test_sigterm_sent_again_and_again_while_stopping_still_exits_130(tmp_path: Path) -> None:
+    # timeout(1) and the CI runner both, docker stop retrying: SIGTERM after SIGTERM, from the
+    # first one until the process is gone, wherever each one lands.
+    probes = [
+        {"id": f"p{i}", "category": "c", "severity": "high", "task": "t", "input": "x"}
+        for i in range(200)
+    ]
+    write_jsonl(tmp_path / "p.jsonl", probes)
+    (tmp_path / "slow_model.py").write_text(SLOW_MODEL, encoding="utf-8")
+    with (tmp_path / "stdout").open("w") as stdout, (tmp_path / "stderr").open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "faultline", *RUN_SLOW],
+            cwd=tmp_path,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "called").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert (tmp_path / "called").exists(), "the function was never called"
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            os.kill(proc.pid, signal.SIGTERM)  # a zombie takes it too: the pid is not reused
+            time.sleep(0.002)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            raise AssertionError("the process did not stop")
+    err = (tmp_path / "stderr").read_text(encoding="utf-8")
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert "Traceback" not in err
