@@ -118,5 +118,99 @@ def test_ctrl_c_does_not_wait_for_a_stuck_python_target_call(tmp_path: Path) -> 
         proc.communicate()
         raise AssertionError("the process waited for the stuck call after Ctrl-C") from None
     assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    # The journal exists, but no answer reached it: nothing to resume, the run starts over.
+    assert (
+        "faultline: interrupted before any answer was recorded in out/journal.sqlite: run the "
+        "same command again to start the run over (with or without --resume)."
+    ) in " ".join(err.split())
+
+
+SLOW_IMPORT = """
+import pathlib, time
+
+pathlib.Path("importing").touch()
+time.sleep(120)  # a model that takes minutes to load
+
+
+def generate(messages):
+    return "I can't help with that."
+"""
+
+
+RUN_SLOW_IMPORT = ("run", "-p", "p.jsonl", "-t", "python:slow_import:generate", "-o", "out")
+
+
+def test_ctrl_c_before_the_run_directory_exists_says_nothing_was_recorded(tmp_path: Path) -> None:
+    probes = [{"id": "a1", "category": "c", "severity": "high", "task": "t", "input": "x"}]
+    write_jsonl(tmp_path / "p.jsonl", probes)
+    (tmp_path / "slow_import.py").write_text(SLOW_IMPORT, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faultline", *RUN_SLOW_IMPORT],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "importing").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "importing").exists(), "the module was never imported"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    said = " ".join(err.split())
+    assert "faultline: interrupted before any request was sent; nothing was recorded." in said
+    assert "--resume" not in said
+    assert not (tmp_path / "out").exists()
+
+
+SLOW_MODEL = """
+import pathlib, time
+
+def generate(messages, *, probe_id):
+    pathlib.Path("called").touch()
+    time.sleep(0.05)
+    return "I can't help with that."
+"""
+
+
+RUN_SLOW = ("run", "-p", "p.jsonl", "-t", "python:slow_model:generate", "-o", "out", "-c", "2")
+
+
+def test_sigterm_sent_again_and_again_while_stopping_still_exits_130(tmp_path: Path) -> None:
+    # timeout(1) and the CI runner both, docker stop retrying: SIGTERM after SIGTERM, from the
+    # first one until the process is gone, wherever each one lands.
+    probes = [
+        {"id": f"p{i}", "category": "c", "severity": "high", "task": "t", "input": "x"}
+        for i in range(200)
+    ]
+    write_jsonl(tmp_path / "p.jsonl", probes)
+    (tmp_path / "slow_model.py").write_text(SLOW_MODEL, encoding="utf-8")
+    with (tmp_path / "stdout").open("w") as stdout, (tmp_path / "stderr").open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "faultline", *RUN_SLOW],
+            cwd=tmp_path,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "called").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert (tmp_path / "called").exists(), "the function was never called"
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            os.kill(proc.pid, signal.SIGTERM)  # a zombie takes it too: the pid is not reused
+            time.sleep(0.002)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            raise AssertionError("the process did not stop")
+    err = (tmp_path / "stderr").read_text(encoding="utf-8")
+    assert proc.returncode == 130, err
     assert "interrupted" in err
     assert "Traceback" not in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,7 @@ import pytest
 
 from faultline.runner.cache import CACHE_NAME
 from faultline.targets import GenerationParams
+from tests.conftest import faultline_cli
 from tests.runner.support import (
     cases,
     fast,
@@ -184,3 +187,65 @@ def test_another_timeout_still_hits_the_cache(fake_api: FakeAPI, tmp_path: Path)
 
     assert second.execution["cached"] == 2
     assert len(fake_api.log) == 2
+
+
+# -- a crash between the answer and its commit -------------------------------------------
+
+#: With CRASH set: p1 takes the journal's write lock (so that nothing can be committed), lets
+#: p0 answer, waits for p0's answer to reach the cache (2 s at most: the journal's writer waits
+#: 5 s for its lock), then kills the process with SIGKILL, as kill -9 or a power cut would.
+CRASHING = """
+import os, pathlib, signal, sqlite3, time
+
+def _cached():
+    db = sqlite3.connect("file:cache/responses.sqlite?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT count(*) FROM answers").fetchone()[0]
+    finally:
+        db.close()
+
+def generate(messages, *, probe_id):
+    with open("calls.log", "a", encoding="utf-8") as log:
+        log.write(probe_id + "\\n")
+    if os.environ.get("CRASH") and probe_id == "p0":
+        deadline = time.monotonic() + 60
+        while not pathlib.Path("locked").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    elif os.environ.get("CRASH") and probe_id == "p1":
+        journal = sqlite3.connect("out/journal.sqlite", timeout=0, isolation_level=None)
+        journal.execute("BEGIN IMMEDIATE")
+        pathlib.Path("locked").touch()
+        deadline = time.monotonic() + 2
+        while not _cached() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return "I can't help with that. It could cause real harm."
+"""
+
+
+def test_an_answer_paid_for_by_a_run_that_crashed_is_not_a_cache_hit_after_resume(
+    tmp_path: Path,
+) -> None:
+    write_probes(tmp_path, 3)
+    (tmp_path / "crashing_model.py").write_text(CRASHING, encoding="utf-8")
+    args = ["run", "-p", "probes.jsonl", "-t", "python:crashing_model:generate", "-o", "out"]
+    args += ["--cache", "cache", "-c", "2"]
+
+    crashed = faultline_cli(tmp_path, *args, env={"CRASH": "1"})
+    assert crashed.code == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    assert journal_rows(tmp_path / "out") == []  # p0 was answered, but never committed
+
+    resumed = faultline_cli(tmp_path, *args, "--resume")
+
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    execution = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))["run"][
+        "execution"
+    ]
+    # As an uninterrupted run would say: every answer was sent (and paid for) by this run.
+    assert (execution["requests"], execution["cached"]) == (3, 0)
+    assert execution["usage"]["cached_output_tokens"] == 0
+    assert all(r["cached"] == 0 and r["attempts"] == 1 for r in journal_rows(tmp_path / "out"))
+    # The cache holds the answers once the journal has them, for the next run.
+    again = faultline_cli(tmp_path, *[a if a != "out" else "again" for a in args])
+    assert again.code == 0, again.stdout + again.stderr
+    assert "3 from the cache" in again.stdout

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from faultline.errors import TargetError, UsageError
+from faultline.probes.loader import load_probes
+from faultline.probes.transforms import apply_transforms
 from faultline.runner import Prices, run_probes
+from faultline.runner.journal import Entry, Journal, recorded_count
 from faultline.targets import GenerationParams, TargetOptions
 from tests.conftest import normalise_run, write_jsonl
 from tests.runner.support import (
@@ -302,6 +306,114 @@ def test_resume_refuses_a_different_run(
     assert len(fake_api.log) == sent_before
 
 
+def test_resume_accepts_the_same_probes_in_another_order(fake_api: FakeAPI, tmp_path: Path) -> None:
+    _, out = _interrupted_run(fake_api, tmp_path)  # p0..p2 recorded, p3..p5 missing
+    reordered = write_jsonl(
+        tmp_path / "reordered.jsonl", probe_rows(["p5", "p3", "p1", "p4", "p0", "p2"])
+    )
+    before = sent_per_probe(fake_api, ids(6))
+
+    probe_run = run(fake_api, reordered, out, runner=fast(retries=0), resume=True)
+
+    after = sent_per_probe(fake_api, ids(6))
+    assert {p: after[p] - before[p] for p in after} == {
+        "p0": 0,
+        "p1": 0,
+        "p2": 0,
+        "p3": 1,
+        "p4": 1,
+        "p5": 1,
+    }
+    assert probe_run.resumed == 3
+    assert probe_run.execution["sittings"] == 2
+    assert [c["probe_id"] for c in report(out)["cases"]] == ["p5", "p3", "p1", "p4", "p0", "p2"]
+
+
+def test_resume_accepts_transforms_named_in_another_order(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = load_probes(write_probes(tmp_path, 3))
+    out = tmp_path / "out"
+    first = run(fake_api, apply_transforms(probes, "base64,rot13"), out)
+    sent = len(fake_api.log)
+    assert first.execution["recorded"] == 9
+
+    again = run(fake_api, apply_transforms(probes, "rot13,base64"), out, resume=True)
+
+    assert len(fake_api.log) == sent
+    assert again.resumed == 9
+    assert again.execution["sittings"] == 2
+
+
+def test_resume_with_another_probe_set_names_the_probes_that_changed(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run(fake_api, write_probes(tmp_path, 9), out)
+    files = snapshot(out)
+    sent = len(fake_api.log)
+    rows = probe_rows([*ids(9), "p9", "p10"])
+    rows[1]["input"] += " Please."  # p1 edited
+    rows[4]["severity"] = "low"  # p4 edited
+    rows[6]["severity"] = "low"  # p6 edited
+    rows[6]["task"] = "Another task."
+    del rows[7]  # p7 removed
+    changed = write_jsonl(tmp_path / "changed.jsonl", rows)
+
+    with pytest.raises(UsageError) as raised:
+        run(fake_api, changed, out, resume=True)
+
+    message = str(raised.value)
+    assert raised.value.exit_code == 2
+    assert (
+        "the probe_set changed (probe_set: 3 probes edited: p1 (input), p4 (severity), "
+        "p6 (severity, task), 2 probes added: p10, p9, 1 probe removed: p7)"
+    ) in message
+    assert snapshot(out) == files
+    assert len(fake_api.log) == sent
+
+
+def test_a_changed_probe_set_names_at_most_five_probes_of_each_kind(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run(fake_api, write_probes(tmp_path, 2), out)
+    more = write_jsonl(tmp_path / "more.jsonl", probe_rows([f"p{i}" for i in range(10)]))
+
+    with pytest.raises(UsageError) as raised:
+        run(fake_api, more, out, resume=True)
+
+    assert "8 probes added: p2, p3, p4, p5, p6 and 3 more)" in str(raised.value)
+
+
+def test_resume_of_a_journal_that_hashed_its_probes_in_order(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    # A journal written before probe sets were compared as sets: its fingerprint holds the
+    # hash of the probes in order, and it has no list of probes.
+    probes, out = _interrupted_run(fake_api, tmp_path)
+    db = sqlite3.connect(out / "journal.sqlite")
+    with db:
+        fingerprint = json.loads(
+            db.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()[0]
+        )
+        fingerprint["probe_set"] = load_probes(probes).sha256
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'fingerprint'",
+            (json.dumps(fingerprint, sort_keys=True),),
+        )
+        db.execute("DROP TABLE probes")
+    db.close()
+
+    probe_run = run(fake_api, probes, out, resume=True)
+
+    assert probe_run.resumed == 3
+    assert probe_run.execution["recorded"] == 6
+    with pytest.raises(UsageError) as raised:  # now listed: a change is named
+        run(fake_api, write_probes(tmp_path, 7, name="seven.jsonl"), out, resume=True)
+    assert "1 probe added: p6" in str(raised.value)
+
+
 def test_resume_accepts_another_timeout(fake_api: FakeAPI, tmp_path: Path) -> None:
     probes = write_probes(tmp_path, 2)
     out = tmp_path / "out"
@@ -520,3 +632,32 @@ def test_execution_has_no_cost_without_prices(fake_api: FakeAPI, tmp_path: Path)
 
     assert probe_run.execution["cost"] is None
     assert report(tmp_path / "out")["run"]["execution"]["cost"] is None
+
+
+def test_every_entry_is_committed_when_more_than_a_batch_arrive_at_once(tmp_path: Path) -> None:
+    # A fast target (replay, the cache) can queue thousands of answers between two commits;
+    # the writer commits them in batches of 2,048 and must not drop the one after a full batch.
+    journal = Journal.open(tmp_path, {"run": 1}, resume=False)
+    entries = [
+        Entry(
+            probe_id=f"p{i}",
+            sample=0,
+            response="I can't help with that.",
+            model=None,
+            finish_reason="stop",
+            error=None,
+            input_tokens=None,
+            output_tokens=None,
+            attempts=1,
+            cached=False,
+            latency_s=0.0,
+            request={"messages": []},
+        )
+        for i in range(5000)
+    ]
+    for entry in entries:  # all queued before the writer starts: batches are full
+        journal.record(entry)
+    journal.start()
+    journal.close()
+
+    assert recorded_count(tmp_path) == 5000

@@ -60,19 +60,41 @@ _register()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code."""
+    """Run the command line and return its exit code.
+
+    This is the process's entry point: once a command has been interrupted, it leaves SIGINT
+    and SIGTERM ignored, so that the exit code stays 130 while the process winds down.
+    """
     try:
         with _terminate_interrupts():
-            result = app.main(
-                args=list(argv) if argv is not None else None,
-                prog_name="faultline",
-                standalone_mode=False,
-            )
-    except KeyboardInterrupt:
-        return _failed(click.exceptions.Abort())
-    except Exception as exc:  # the CLI's top level: every error becomes an exit code
-        return _failed(exc)
-    return result if isinstance(result, int) else 0
+            try:
+                result = app.main(
+                    args=list(argv) if argv is not None else None,
+                    prog_name="faultline",
+                    standalone_mode=False,
+                )
+            except KeyboardInterrupt:
+                code = _failed(click.exceptions.Abort())
+            except Exception as exc:  # the CLI's top level: every error becomes an exit code
+                code = _failed(exc)
+            else:
+                code = result if isinstance(result, int) else 0
+            if code == 130:
+                _ignore_interrupts()
+    except KeyboardInterrupt:  # a second Ctrl-C while the first was being reported
+        _ignore_interrupts()
+        code = 130
+    return code
+
+
+class _Stopping:
+    """Where the command stands with interrupts."""
+
+    terminating = False  # a SIGTERM is being handled: the command is stopping
+    ignoring = False  # the command was interrupted: interrupts are ignored until exit
+
+
+_stopping = _Stopping()
 
 
 @contextlib.contextmanager
@@ -81,8 +103,12 @@ def _terminate_interrupts() -> Iterator[None]:
 
     SIGTERM is what a cancelled CI job, ``timeout``, ``docker stop`` and Kubernetes send: the
     command stops the same way as on Ctrl-C (what was recorded is committed, a message, exit
-    130) instead of dying with 143 and nothing said.
+    130) instead of dying with 143 and nothing said. A supervisor may send it again (``timeout``
+    and the CI runner both, ``docker stop`` retrying): once the command is stopping, a further
+    SIGTERM is ignored, and so is every one after an interrupted command, until the process
+    has exited with 130.
     """
+    _stopping.terminating = _stopping.ignoring = False
     try:
         previous = signal.signal(signal.SIGTERM, _interrupt)
     except ValueError:  # not the main thread: signals are not ours to handle
@@ -91,11 +117,26 @@ def _terminate_interrupts() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if not _stopping.ignoring:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _ignore_interrupts() -> None:
+    """Ignore SIGINT and SIGTERM from now on: the process is exiting with 130."""
+    _stopping.ignoring = True
+    with contextlib.suppress(ValueError):  # not the main thread: not ours to change
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _interrupt(_signum: int, frame: FrameType | None) -> None:
-    """Do what SIGINT would: asyncio's handler cancels a run gracefully; else interrupt."""
+    """Do what SIGINT would: asyncio's handler cancels a run gracefully; else interrupt.
+
+    Only the first SIGTERM does: the command is stopping already when another arrives.
+    """
+    if _stopping.terminating:
+        return
+    _stopping.terminating = True
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler):
         handler(signal.SIGINT, frame)

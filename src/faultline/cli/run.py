@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -213,14 +214,14 @@ def run_command(**o: Any) -> int:
     Ctrl-C, the same command with --resume sends only what is missing. Failed requests
     (after retries) are error cases: never passes, counted in coverage. Exit 0 done, 1 a
     --fail-on gate tripped, 2 bad usage, 3 the target failed (refused the run, or no case
-    was answered) or coverage/error gates tripped, 130 interrupted (Ctrl-C or SIGTERM).
+    was answered), DIR could not be written (a full disk), or coverage/error gates tripped,
+    130 interrupted (Ctrl-C or SIGTERM).
     --transform NAMES also sends attack variants of every probe (ids ID~NAME); the report
     then compares pass rates per transform (docs/probes.md).
     """
     from faultline.calibration.attach import load_calibration
     from faultline.report.gates import evaluate_gates, parse_gate
     from faultline.runner import Prices, run_probes
-    from faultline.runner.journal import JOURNAL_NAME, recorded_count
     from faultline.targets import TargetOptions
 
     every = progress_seconds()
@@ -260,13 +261,7 @@ def run_command(**o: Any) -> int:
                 calibration=attached,
             )
     except KeyboardInterrupt:
-        n = recorded_count(o["out"])
-        err.print(
-            shown(
-                f"faultline: interrupted; {n:,} cases are recorded in {o['out']}/{JOURNAL_NAME}. "
-                "Run the same command with --resume to send only the rest."
-            )
-        )
+        err.print(shown(_interrupted(o["out"])))
         return 130
     # Every file is written and every gate decided before a word is printed: the output may
     # go to a reader that leaves early (``| head``), which must change neither.
@@ -286,6 +281,25 @@ def run_command(**o: Any) -> int:
     )
     gate_tripped = render_gates(results)
     return 3 if tripped else 1 if gate_tripped else 0
+
+
+def _interrupted(out: str) -> str:
+    """What an interrupted run leaves in ``out``, and what to do next."""
+    from faultline.runner.journal import JOURNAL_NAME, recorded_count
+
+    journal = Path(out) / JOURNAL_NAME
+    if not journal.exists():
+        return "faultline: interrupted before any request was sent; nothing was recorded."
+    n = recorded_count(out)
+    if not n:
+        return (
+            f"faultline: interrupted before any answer was recorded in {journal}: run the same "
+            "command again to start the run over (with or without --resume)."
+        )
+    return (
+        f"faultline: interrupted; {n:,} cases are recorded in {journal}. "
+        "Run the same command with --resume to send only the rest."
+    )
 
 
 def _probe_set(probes: str, transforms: tuple[str, ...]) -> str | ProbeSet:

@@ -11,6 +11,7 @@ directory holds:
 ``responses.jsonl`` the answers, in the responses format (re-score or replay them)
 ``report.json``     the report; ``run.target`` and ``run.execution`` say how it was run
 ``report.md``       the report for people
+``run.lock``        locked while a run uses the directory: one run at a time (:mod:`.lock`)
 =================  =====================================================================
 
 No file in it holds an API key or a header value.
@@ -20,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +41,25 @@ from faultline.probes.probeset import ProbeSet
 from faultline.report.model import Report
 from faultline.runner.cache import ResponseCache
 from faultline.runner.execute import ProgressCallback, RunnerConfig, RunProgress, execute
-from faultline.runner.journal import JOURNAL_NAME, Entry, Journal
+from faultline.runner.journal import (
+    JOURNAL_NAME,
+    Entry,
+    Journal,
+    RecordingError,
+    probe_set_digest,
+)
+from faultline.runner.lock import LOCK_NAME, run_lock
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
 from faultline.targets import GenerationParams, Request, Target, TargetOptions, open_target
 
 __all__ = [
     "JOURNAL_NAME",
+    "LOCK_NAME",
     "RESPONSES_NAME",
     "Prices",
     "ProbeRun",
+    "RecordingError",
     "RunProgress",
     "RunnerConfig",
     "build_requests",
@@ -148,9 +160,13 @@ def run_probes(
         calibration: Each rule's measured precision, for ``run.calibration``.
 
     Raises:
-        UsageError: ``out`` holds another run, or a run and ``resume`` is false.
+        UsageError: ``out`` holds another run, or a run and ``resume`` is false, or another
+            process is running in ``out`` right now (it holds ``run.lock``).
         TargetError: The target rejected the run (a bad key, an unknown model).
-        InputError: A probe set or rule pack is malformed.
+        RecordingError: A file of ``out`` could not be written (a full disk): what was
+            recorded is kept, and ``resume`` continues.
+        InputError: A probe set or rule pack is malformed, or the journal in ``out`` is
+            damaged or cannot be written.
         KeyboardInterrupt: Interrupted; what was recorded stays for ``--resume``.
     """
     probe_set = probes if isinstance(probes, ProbeSet) else load_probes(probes)
@@ -167,70 +183,107 @@ def run_probes(
     out = Path(out)
     described = opened.describe()
     fingerprint = {
-        "probe_set": probe_set.sha256,
+        "probe_set": probe_set_digest(probe_set),  # the same probes in any order
         "target": described,
         "params": {k: v for k, v in params.record().items() if k != "timeout"},
         "samples": samples,
     }
-    journal = Journal.open(out, fingerprint, resume=resume)
-    try:
-        requests = build_requests(probe_set, params, samples)
-        recorded = journal.recorded()
-        pending = [
-            r
-            for r in requests
-            if (key := (r.probe_id, r.sample)) not in recorded or (retry_errors and recorded[key])
-        ]
-        store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
-        journal.start()
+    with run_lock(out):  # one run in the directory at a time, until its reports are written
+        journal = Journal.open(out, fingerprint, resume=resume, probes=probe_set)
         try:
-            sitting = asyncio.run(
-                _send(opened, pending, journal, runner=runner, cache=store, on_progress=on_progress)
-            )
-        except TargetError as exc:  # the target refused the run: say what to do next
-            journal.stop()
-            advice = _after_refusal(len(journal.recorded()), out)
-            raise TargetError(f"{exc}. {advice}", target=exc.target) from None
+            requests = build_requests(probe_set, params, samples)
+            recorded = journal.recorded()
+            pending = [
+                r
+                for r in requests
+                if (key := (r.probe_id, r.sample)) not in recorded
+                or (retry_errors and recorded[key])
+            ]
+            store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
+            journal.start(None if store is None else partial(store.put_answers, described))
+            try:
+                sitting = asyncio.run(
+                    _send(
+                        opened,
+                        pending,
+                        journal,
+                        runner=runner,
+                        cache=store,
+                        on_progress=on_progress,
+                    )
+                )
+            except TargetError as exc:  # the target refused the run: say what to do next
+                journal.stop()
+                advice = _after_refusal(len(journal.recorded()), out)
+                raise TargetError(f"{exc}. {advice}", target=exc.target) from None
+            finally:
+                try:
+                    journal.stop()
+                finally:
+                    if store is not None:
+                        store.close()
+            entries = {(e.probe_id, e.sample): e for e in journal.entries()}
+            sittings = journal.sittings
         finally:
-            journal.stop()
-            if store is not None:
-                store.close()
-        entries = {(e.probe_id, e.sample): e for e in journal.entries()}
-        sittings = journal.sittings
-    finally:
-        journal.close()
-    chosen = [entries[key] for r in requests if (key := (r.probe_id, r.sample)) in entries]
-    responses = out / RESPONSES_NAME
-    _export(chosen, responses, described.get("model"))
-    execution = _execution(
-        chosen,
-        cases=len(requests),
-        samples=samples,
-        sittings=sittings,
-        params=params,
-        prices=prices,
+            journal.close()
+        chosen = [entries[key] for r in requests if (key := (r.probe_id, r.sample)) in entries]
+        responses = out / RESPONSES_NAME
+        try:
+            _export(chosen, responses, described.get("model"))
+        except OSError as exc:
+            raise _unwritten(responses, exc, len(chosen), out) from None
+        execution = _execution(
+            chosen,
+            cases=len(requests),
+            samples=samples,
+            sittings=sittings,
+            params=params,
+            prices=prices,
+        )
+        try:
+            scored = score_files(
+                probe_set,
+                responses,
+                out,
+                rules=pack,
+                config=config,
+                seed=seed,
+                observability_min_cases=observability_min_cases,
+                workers=workers,
+                on_progress=on_scoring,
+                calibration=calibration,
+                target=described,
+                execution=execution,
+            )
+        except OSError as exc:  # every answer is recorded: only the reports are missing
+            where = _staged_name(exc.filename) or f"the reports in {out} (report.json and views)"
+            raise _unwritten(where, exc, len(chosen), out) from None
+        return ProbeRun(
+            report=scored.report,
+            sitting=sitting,
+            execution=execution,
+            written=[responses, *scored.written],
+            resumed=len(requests) - len(pending),
+        )
+
+
+def _unwritten(where: Path | str, exc: OSError, recorded: int, out: Path) -> RecordingError:
+    """The error for a run whose answers are all recorded but whose files could not be written."""
+    reason = (exc.strerror or str(exc)).lower()
+    return RecordingError(
+        f"{where} could not be written ({reason}); all {recorded:,} cases are recorded in "
+        f"{out / JOURNAL_NAME}: make room (or fix the cause) and run the same command with "
+        "--resume to write the reports (nothing is sent again)"
     )
-    scored = score_files(
-        probe_set,
-        responses,
-        out,
-        rules=pack,
-        config=config,
-        seed=seed,
-        observability_min_cases=observability_min_cases,
-        workers=workers,
-        on_progress=on_scoring,
-        calibration=calibration,
-        target=described,
-        execution=execution,
-    )
-    return ProbeRun(
-        report=scored.report,
-        sitting=sitting,
-        execution=execution,
-        written=[responses, *scored.written],
-        resumed=len(requests) - len(pending),
-    )
+
+
+def _staged_name(filename: object) -> Path | None:
+    """The file a failed write was for: ``.report.json.x1y2.tmp`` was staged for ``report.json``."""
+    if not isinstance(filename, str | Path):
+        return None
+    path = Path(filename)
+    staged = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", path.name)
+    return path if staged is None else path.with_name(staged.group(1))
 
 
 def _after_refusal(recorded: int, out: Path) -> str:

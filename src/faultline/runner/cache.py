@@ -4,6 +4,11 @@ Keyed by the SHA-256 of the target (provider, model, endpoint), the messages, th
 parameters and the sample number, so a change to any of them asks the model again, and the
 ``k``-th sample of a probe is reused only as the ``k``-th sample. Only answers are cached,
 never failures. Header values and keys are not part of the key and are never stored.
+
+A run stores its answers in the cache only once its journal has committed them
+(:meth:`ResponseCache.put_answers`, called by the journal's writer): an answer in the cache
+that the run directory does not hold is always another run's, so a run resumed after a crash
+never takes an answer it paid for itself for a free one from the cache.
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from faultline._util.text import well_formed
+from faultline.runner.journal import Entry, RecordingError
 from faultline.targets.base import Completion
 
 __all__ = ["CACHE_NAME", "ResponseCache", "cache_key"]
@@ -50,6 +58,9 @@ def cache_key(target: Mapping[str, Any], request: Mapping[str, Any], sample: int
 class ResponseCache:
     """A cache directory shared by runs (and by processes: SQLite serialises writers).
 
+    Its connection serves two threads: the runner's, which looks answers up, and the
+    journal's writer, which stores them; a lock keeps them apart.
+
     Args:
         directory: Where the cache lives (created if missing).
     """
@@ -58,19 +69,21 @@ class ResponseCache:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / CACHE_NAME
-        self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=10000")
         self._db.executescript(_DDL)
+        self._lock = threading.Lock()
         self.hits = 0
 
     def get(self, key: str) -> Completion | None:
         """The cached answer for ``key``, or ``None``."""
-        row = self._db.execute(
-            "SELECT response, model, finish_reason, input_tokens, output_tokens FROM answers WHERE key = ?",
-            (key,),
-        ).fetchone()
+        with self._lock:
+            row = self._db.execute(
+                "SELECT response, model, finish_reason, input_tokens, output_tokens FROM answers WHERE key = ?",
+                (key,),
+            ).fetchone()
         if row is None:
             return None
         self.hits += 1
@@ -78,16 +91,57 @@ class ResponseCache:
 
     def put(self, key: str, completion: Completion) -> None:
         """Store an answer."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+        self.put_many([(key, completion)])
+
+    def put_many(self, answers: Iterable[tuple[str, Completion]]) -> None:
+        """Store answers, in one transaction.
+
+        Raises:
+            RecordingError: The cache could not be written (a full disk, an I/O error).
+        """
+        rows = [
             (
                 key,
-                completion.text,
-                completion.model,
-                completion.finish_reason,
-                completion.input_tokens,
-                completion.output_tokens,
-            ),
+                well_formed(c.text),
+                None if c.model is None else well_formed(c.model),
+                None if c.finish_reason is None else well_formed(c.finish_reason),
+                c.input_tokens,
+                c.output_tokens,
+            )
+            for key, c in answers
+        ]
+        if not rows:
+            return
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)", rows
+                    )
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise RecordingError(
+                    f"{self.path} could not be written ({exc}); the run's answers are recorded "
+                    "in its journal all the same: fix the cause (or leave out --cache) and run "
+                    "the same command with --resume to send only the rest"
+                ) from None
+
+    def put_answers(self, target: Mapping[str, Any], entries: Iterable[Entry]) -> None:
+        """Store the answers among ``entries`` (committed to a run's journal) sent to ``target``.
+
+        Failures, and answers that came from the cache, are left out.
+        """
+        self.put_many(
+            (
+                cache_key(target, e.request, e.sample),
+                Completion(e.response, e.model, e.finish_reason, e.input_tokens, e.output_tokens),
+            )
+            for e in entries
+            if e.response is not None and e.error is None and not e.cached
         )
 
     def close(self) -> None:

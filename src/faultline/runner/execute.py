@@ -173,8 +173,7 @@ class _Engine:
             return _entry(request, record, completion=hit, attempts=0, cached=True, latency=0.0)
         start = time.monotonic()
         completion, error, attempts = await self.attempt(request)
-        if completion is not None and self.cache is not None and key is not None:
-            self.cache.put(key, completion)
+        # The answer goes to the cache once the journal has committed it (run_probes).
         return _entry(
             request,
             record,
