@@ -946,7 +946,10 @@ def test_score_with_a_calibration_attaches_it_to_the_report(
     markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     section = _section(markdown, "Rule precision (calibration)")
     assert f"on {len(HAND_ROWS)} labelled rows (calibration.json, sha256" in section
-    assert "Warning" not in section  # calibrated with the rules this run used
+    # Calibrated with the rules this run used: no warning about them; the rules alone were
+    # calibrated, so the learned signal's rows have no precision, and a warning says so.
+    assert "Warning: calibrated with rules" not in _flat(section)
+    assert "Warning: calibrated with the rules alone" in _flat(section)
     check_report(tmp_path / "out" / "report.json")
 
 
