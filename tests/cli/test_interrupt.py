@@ -91,39 +91,47 @@ def generate(messages):
 """
 
 
-RUN_STUCK = ("run", "-p", "p.jsonl", "-t", "python:stuck_model:generate", "-o", "out")
+def _ctrl_c_once(tmp_path: Path, module: str, source: str, marker: str) -> tuple[int, str, str]:
+    """Run one probe against ``python:MODULE:generate``; send Ctrl-C once ``marker`` exists.
 
-
-def test_ctrl_c_does_not_wait_for_a_stuck_python_target_call(tmp_path: Path) -> None:
+    The module's code takes minutes (a stuck call, a slow import), so the process must not
+    wait for it: not answering within 30 s after Ctrl-C fails the test.
+    """
     probes = [{"id": "a1", "category": "c", "severity": "high", "task": "t", "input": "x"}]
     write_jsonl(tmp_path / "p.jsonl", probes)
-    (tmp_path / "stuck_model.py").write_text(STUCK_MODEL, encoding="utf-8")
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "faultline", *RUN_STUCK],
+        [sys.executable, "-m", "faultline", "run", "-p", "p.jsonl", "-t",
+         f"python:{module}:generate", "-o", "out"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-    )
+    )  # fmt: skip
     deadline = time.monotonic() + 60
-    while not (tmp_path / "called").exists() and time.monotonic() < deadline:
+    while not (tmp_path / marker).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert (tmp_path / "called").exists(), "the function was never called"
+    assert (tmp_path / marker).exists(), f"{module} never reached {marker!r}"
     os.killpg(proc.pid, signal.SIGINT)
     try:
-        out, err = proc.communicate(timeout=30)  # the call itself would take 120 s
+        out, err = proc.communicate(timeout=30)  # the module's code would take 120 s
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        raise AssertionError("the process waited for the stuck call after Ctrl-C") from None
-    assert proc.returncode == 130, out + err
+        raise AssertionError(f"the process waited for {module} after Ctrl-C") from None
     assert "Traceback" not in err
+    return proc.returncode, out, " ".join(err.split())
+
+
+def test_ctrl_c_does_not_wait_for_a_stuck_python_target_call(tmp_path: Path) -> None:
+    code, out, said = _ctrl_c_once(tmp_path, "stuck_model", STUCK_MODEL, "called")
+    assert code == 130, out + said
     # The journal exists, but no answer reached it: nothing to resume, the run starts over.
     assert (
         "faultline: interrupted before any answer was recorded in out/journal.sqlite: run the "
         "same command again to start the run over (with or without --resume)."
-    ) in " ".join(err.split())
+    ) in said
 
 
 SLOW_IMPORT = """
@@ -138,31 +146,9 @@ def generate(messages):
 """
 
 
-RUN_SLOW_IMPORT = ("run", "-p", "p.jsonl", "-t", "python:slow_import:generate", "-o", "out")
-
-
 def test_ctrl_c_before_the_run_directory_exists_says_nothing_was_recorded(tmp_path: Path) -> None:
-    probes = [{"id": "a1", "category": "c", "severity": "high", "task": "t", "input": "x"}]
-    write_jsonl(tmp_path / "p.jsonl", probes)
-    (tmp_path / "slow_import.py").write_text(SLOW_IMPORT, encoding="utf-8")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "faultline", *RUN_SLOW_IMPORT],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "importing").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert (tmp_path / "importing").exists(), "the module was never imported"
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-
-    assert proc.returncode == 130, out + err
-    assert "Traceback" not in err
-    said = " ".join(err.split())
+    code, out, said = _ctrl_c_once(tmp_path, "slow_import", SLOW_IMPORT, "importing")
+    assert code == 130, out + said
     assert "faultline: interrupted before any request was sent; nothing was recorded." in said
     assert "--resume" not in said
     assert not (tmp_path / "out").exists()
