@@ -311,23 +311,27 @@ def _match(base_cases: Iterable[Any], new_cases: Iterable[Any]) -> _Changes:
     changes = _Changes()
     changes.models = (_models(base), _models(new))
     changes.by_model = by_model = any(len(models) > 1 for models in changes.models)
-    index: dict[_Key, _Case] = {}
-    for case in base:
-        key = _key(case, by_model)
-        if key in index:
-            raise ValueError(_twice(index[key], case, "base"))
-        index[key] = case
-        changes.base.add(case)
-    seen: dict[_Key, _Case] = {}
-    for case in new:
-        key = _key(case, by_model)
-        if key in seen:
-            raise ValueError(_twice(seen[key], case, "new"))
-        seen[key] = case
-        changes.new.add(case)
+    index = _indexed(base, by_model, "base", changes.base)
+    for key, case in _indexed(new, by_model, "new", changes.new).items():
         changes.add(index.pop(key, None), case)
     changes.lists["removed"] = [_entry(case, None) for case in index.values()]
     return changes
+
+
+def _indexed(cases: list[_Case], by_model: bool, side: str, tally: _Tally) -> dict[_Key, _Case]:
+    """One report's cases by their key, in order, each counted in ``tally``.
+
+    Raises:
+        ValueError: Two cases have the same key.
+    """
+    index: dict[_Key, _Case] = {}
+    for case in cases:
+        key = _key(case, by_model)
+        if key in index:
+            raise ValueError(_twice(index[key], case, side))
+        index[key] = case
+        tally.add(case)
+    return index
 
 
 def _key(case: _Case, by_model: bool) -> _Key:

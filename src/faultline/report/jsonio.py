@@ -24,7 +24,7 @@ from faultline.report.shape import ReportShape
 _SHAPE = msgspec.json.Decoder(ReportShape)
 CASES_FIELD = {"1": "cases", "2": "cases_file"}
 """The field that holds a report's cases, by schema version: a report without it has none."""
-_REQUIRED = {"1": ("cases",), "2": ("cases_file", "worst_cases")}
+_REQUIRED = {"1": (CASES_FIELD["1"],), "2": (CASES_FIELD["2"], "worst_cases")}
 
 __all__ = [
     "CASES_FIELD",

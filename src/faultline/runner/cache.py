@@ -89,10 +89,6 @@ class ResponseCache:
         self.hits += 1
         return Completion(*row)
 
-    def put(self, key: str, completion: Completion) -> None:
-        """Store an answer."""
-        self.put_many([(key, completion)])
-
     def put_many(self, answers: Iterable[tuple[str, Completion]]) -> None:
         """Store answers, in one transaction.
 

@@ -40,6 +40,7 @@ __all__ = [
     "Entry",
     "Journal",
     "RecordingError",
+    "cannot_write",
     "probe_set_digest",
     "recorded_count",
 ]
@@ -415,7 +416,7 @@ def _check_writable(path: Path) -> None:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise _cannot_write(path, (exc.strerror or str(exc)).lower()) from None
+            raise cannot_write(path, (exc.strerror or str(exc)).lower()) from None
         os.close(fd)
 
 
@@ -443,7 +444,7 @@ def _unusable(path: Path, exc: sqlite3.Error) -> InputError:
     """The error for a journal SQLite could not open, read or write: what is wrong, what to do."""
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
     if code in _CANNOT_WRITE:
-        return _cannot_write(path, str(exc))
+        return cannot_write(path, str(exc))
     if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return InputError(
             f"is locked by another program ({exc}); close what holds it open and run again",
@@ -456,7 +457,8 @@ def _unusable(path: Path, exc: sqlite3.Error) -> InputError:
     )
 
 
-def _cannot_write(path: Path, reason: str) -> InputError:
+def cannot_write(path: Path, reason: str) -> InputError:
+    """The error for a run directory (or its journal) that cannot be written, and what to do."""
     return InputError(
         f"cannot be written ({reason}): a run records every answer in it as it arrives; make "
         "the run directory writable, or copy it to a place faultline can write and run the same "

@@ -27,7 +27,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from faultline.errors import InputError, UsageError
+from faultline.errors import UsageError
+from faultline.runner.journal import cannot_write
 
 __all__ = ["LOCK_NAME", "run_lock"]
 
@@ -64,13 +65,7 @@ def run_lock(directory: Path) -> Iterator[None]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:  # the first write a run makes in its directory
-        raise InputError(
-            f"cannot be written ({(exc.strerror or str(exc)).lower()}): a run records every "
-            "answer in its directory as it arrives; choose an --out faultline can write (to "
-            "continue a run recorded here, copy the directory there and run the same command "
-            "with that --out and --resume)",
-            path=directory,
-        ) from None
+        raise cannot_write(directory, (exc.strerror or str(exc)).lower()) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
