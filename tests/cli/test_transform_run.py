@@ -173,6 +173,7 @@ def test_the_views_show_the_transforms(transformed_run: Path) -> None:
     html = (transformed_run / "report.html").read_text(encoding="utf-8")
     assert "By attack transform" in html
     assert "<td>rot13</td>" in html
+    assert '<td class="n">-75.0 pts</td>' in html
 
 
 def test_score_with_transforms_scores_the_variants_the_same_way(

@@ -31,7 +31,7 @@ from faultline.report.compare_views import (
 )
 from faultline.report.gates import evaluate_compare_gates
 from faultline.report.junit import compare_junit
-from faultline.report.markdown import escape_md
+from faultline.report.markdown import escape_md, points
 
 BASE_RUN = {"run_id": "20261121T000000Z-000000", "created_at": "2026-11-21T00:00:00Z"}
 NEW_RUN = {"run_id": "20261122T000000Z-000001", "created_at": "2026-11-22T00:00:00Z"}
@@ -500,6 +500,25 @@ def test_a_change_that_is_float_noise_is_no_change() -> None:
     assert (m["delta"], m["direction"]) == (0.0, "same")
     assert math.copysign(1, m["delta"]) == 1  # not -0.0, which compare.json would show as such
     assert "| Pass rate | 30.0% | 30.0% | 0.0 pts | same |" in render_compare_markdown(result)
+
+
+@given(st.fractions(-1, 1))
+@example(Fraction(-1, 2500))  # 699/1001 against 700/1000 is a change of about this size
+@example(Fraction(1, 2000))
+@example(Fraction(0))
+def test_a_change_in_points_keeps_its_sign_and_is_never_minus_zero(delta: Fraction) -> None:
+    shown = points(float(delta))
+    assert shown.endswith(" pts")
+    assert "-0.0 " not in shown and "+0.0 " not in shown
+    if abs(delta) < Fraction(1, 10**12):  # float noise, as a rate summed two ways leaves
+        assert shown == "0.0 pts"
+    else:
+        assert shown[0] == ("+" if delta > 0 else "-")
+        number = shown[1:-4]
+        if number == "<0.1":
+            assert abs(delta) < Fraction(1, 2000)
+        else:
+            assert abs(Decimal(number) - Decimal(100 * abs(float(delta)))) <= Decimal("0.05")
 
 
 def test_a_category_change_is_rounded_the_same_way() -> None:

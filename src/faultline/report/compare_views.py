@@ -19,7 +19,7 @@ from faultline._version import __version__
 from faultline.errors import UsageError
 from faultline.report.compare import METRICS, new_failures
 from faultline.report.html import template_environment
-from faultline.report.markdown import escape_md
+from faultline.report.markdown import escape_md, points
 
 if TYPE_CHECKING:
     import jinja2
@@ -65,9 +65,9 @@ def _change(delta: float | None, kind: str) -> str:
     """A signed change: percentage points for rates; no sign when nothing changed."""
     if delta is None:
         return "n/a"
-    sign = "+" if delta else ""
     if kind == "rate":
-        return f"{100 * delta:{sign}.1f} pts"
+        return points(delta)
+    sign = "+" if delta else ""
     return f"{delta:{sign}.3f}" if kind == "index" else f"{delta:{sign},.0f}"
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from faultline._util.files import atomic_write_bytes
 from faultline._util.text import visible
+from faultline.report.markdown import points
 from faultline.report.model import CaseLines, Report
 from faultline.report.readings import LABELS, geometry_reading
 from faultline.report.sampling import StratifiedSampler
@@ -279,6 +280,7 @@ def template_environment() -> Any:
     )
     env.filters["pct"] = _pct
     env.filters["num"] = _num
+    env.filters["points"] = points
     return env
 
 

@@ -15,7 +15,7 @@ from faultline._util.text import excerpt, short_id, visible
 from faultline.report.mismatches import scorer_mismatches
 from faultline.report.readings import LABELS, geometry_reading
 
-__all__ = ["escape_md", "named_md", "render_markdown"]
+__all__ = ["escape_md", "named_md", "points", "render_markdown"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~^$&])")
 _LINKISH = re.compile(r"(?i)(://|www\.|@)")
@@ -38,6 +38,22 @@ def _pct(value: float | None) -> str:
 
 def _num(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def points(delta: float | None) -> str:
+    """A change of a rate in percentage points: ``+2.5 pts``, ``0.0 pts``, ``-<0.1 pts``.
+
+    Only no change at all is ``0.0 pts``: a change too small for one decimal keeps its sign
+    (``+<0.1 pts``), and float noise (a difference under 1e-12, as two ways of summing the
+    same rate leave) is no change, never ``-0.0 pts``.
+    """
+    if delta is None:
+        return "n/a"
+    if abs(delta) < 1e-12:
+        return "0.0 pts"
+    if abs(delta) < 0.0005:
+        return f"{'+' if delta > 0 else '-'}<0.1 pts"
+    return f"{100 * delta:+.1f} pts"
 
 
 def _ci(interval: Sequence[float] | None) -> str:
@@ -277,7 +293,7 @@ def _transforms(m: Mapping[str, Any]) -> list[str]:
     for name, s in by_transform.items():
         rate = s["pass_rate"]
         delta = None if name == "none" or base is None or rate is None else rate - base
-        change = "–" if delta is None else f"{100 * delta:{'+' if delta else ''}.1f} pts"
+        change = "–" if delta is None else points(delta)
         rows.append(
             (
                 escape_md(name, 60),
