@@ -522,9 +522,9 @@ def test_a_replayed_run_keeps_each_recorded_error_as_it_was(
     fake_api: FakeAPI, tmp_path: Path
 ) -> None:
     probes = write_probes(tmp_path, 3)
-    fake_api.plan(tag("p0"), [Fault.error(500)])
+    fake_api.plan(tag("p0"), [Fault.error(500)] * 3)  # retried twice, then given up
     fake_api.plan(tag("p1"), [Fault.error(400)])
-    run(fake_api, probes, tmp_path / "src", runner=fast(retries=0))
+    run(fake_api, probes, tmp_path / "src", runner=fast(retries=2))
 
     replayed = run_probes(
         probes,
@@ -536,13 +536,14 @@ def test_a_replayed_run_keeps_each_recorded_error_as_it_was(
 
     def errors(out: Path) -> dict[str, Any]:
         return {
-            k: {f: c["error"].get(f) for f in ("kind", "status", "message")}
+            k: {f: c["error"].get(f) for f in ("kind", "status", "message", "attempts")}
             for k, c in cases(out).items()
             if c["status"] == "error"
         }
 
     assert errors(tmp_path / "replayed") == errors(tmp_path / "src")
     assert errors(tmp_path / "src")["p0#0"]["kind"] == "server_error"
+    assert errors(tmp_path / "replayed")["p0#0"]["attempts"] == 3  # as recorded, not 1
     assert replayed.execution["requests"] == 3  # the recorded failures are not retried
 
 

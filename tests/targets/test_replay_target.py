@@ -107,6 +107,17 @@ def test_a_recorded_error_of_an_unknown_kind_keeps_its_message(tmp_path: Path) -
     assert (error.kind, error.message, error.status) == ("exception", "monthly quota spent", None)
 
 
+@pytest.mark.parametrize(
+    ("recorded", "kept"), [(4, 4), (1, 1), (0, None), (-2, None), (True, None), ("3", None)]
+)
+def test_a_recorded_error_keeps_its_count_of_attempts_when_it_is_one(
+    tmp_path: Path, recorded: object, kept: int | None
+) -> None:
+    error = {"kind": "timeout", "message": "read timed out", "attempts": recorded}
+    path = write_jsonl(tmp_path / "r.jsonl", [{"probe_id": "e", "error": error}])
+    assert failure(ReplayTarget(str(path)), "e").attempts == kept
+
+
 @pytest.mark.parametrize(("probe_id", "sample"), [("zzz", 0), ("b", 1)])
 def test_a_missing_answer_is_no_answer(replay: ReplayTarget, probe_id: str, sample: int) -> None:
     error = failure(replay, probe_id, sample)

@@ -201,7 +201,8 @@ class _Engine:
                     ) from None
                 wait = self.retry_wait(failure, attempts)
                 if wait is None:
-                    error = {**failure.record(), "attempts": attempts}
+                    recorded = failure.attempts  # a replayed failure keeps its own count
+                    error = {**failure.record(), "attempts": recorded or attempts}
                     if self.refused_wait(failure):
                         error["message"] += (
                             f"; the server asked to wait {failure.retry_after:g} s, more than "

@@ -140,6 +140,8 @@ class CallError(TargetError):
         fatal: Whether the whole run should stop.
         final: Whether trying again gives the same failure whatever its kind (a recorded
             failure, replayed).
+        attempts: The requests the failure took when it was recorded (a replayed failure);
+            ``None`` for a failure of this run, whose attempts the runner counts.
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class CallError(TargetError):
         retry_after: float | None = None,
         fatal: bool = False,
         final: bool = False,
+        attempts: int | None = None,
     ) -> None:
         self.kind = kind
         self.message = message
@@ -158,6 +161,7 @@ class CallError(TargetError):
         self.retry_after = retry_after
         self.fatal = fatal
         self.final = final
+        self.attempts = attempts
         super().__init__(message)
 
     @property

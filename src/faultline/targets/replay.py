@@ -2,7 +2,7 @@
 
 How the demo and the tests run the whole runner without a model, and how a recorded run is
 re-scored through the same path. A record with ``error`` replays as that failure, with its
-``kind``, ``status`` and ``message`` as recorded (never retried); a probe
+``kind``, ``status``, ``message`` and ``attempts`` as recorded (never retried); a probe
 and sample the file does not answer is an ``error`` case. When the file holds several
 models' answers, ``replay:FILE#MODEL`` picks one.
 """
@@ -107,12 +107,19 @@ def _recorded_failure(error: str | Mapping[str, Any]) -> CallError:
     if isinstance(error, str):
         return CallError("exception", error, final=True)
     kind, message, status = error.get("kind"), error.get("message"), error.get("status")
+    attempts = _count(error.get("attempts"))
     return CallError(
         cast("FailureKind", kind) if kind in _KINDS else "exception",
         message if isinstance(message, str) else json.dumps(dict(error), ensure_ascii=False),
-        status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+        status=_count(status),
         final=True,
+        attempts=attempts if attempts is not None and attempts > 0 else None,
     )
+
+
+def _count(value: Any) -> int | None:
+    """A recorded whole number (a status, a count of attempts), or ``None``: never a bool."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _duplicate(
