@@ -710,16 +710,16 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
         ('{"hello": 1}', ["not a faultline report.json", "schema_version"]),
         ("[1, 2]", ["not a faultline report.json"]),
         (
-            '{"schema_version": "3", "run": {}, "cases": [], "aggregate_metrics": {}}',
+            '{"schema_version": "3", "run": {}, "cases": [], "aggregate_metrics": {"overall": {}}}',
             ["field 'schema_version'", "'2'"],
         ),
         (
-            '{"schema_version": "1", "run": {}, "aggregate_metrics": {},'
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {"overall": {}},'
             ' "cases": [{"case_id": "a", "probe_id": "a", "status": "maybe"}]}',
             ["field 'cases[0].status'", "maybe"],
         ),
         (
-            '{"schema_version": "1", "run": {}, "aggregate_metrics": {},'
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {"overall": {}},'
             ' "cases": [{"case_id": 3, "probe_id": "a", "status": "pass"}]}',
             ["field 'cases[0].case_id'"],
         ),
@@ -730,32 +730,40 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
         ),
         (  # a category's pass rate was subtracted as it was: a TypeError traceback, exit 4
             '{"schema_version": "1", "run": {}, "cases": [],'
-            ' "aggregate_metrics": {"by_category": {"a": {"pass_rate": "x", "n": 2}}}}',
+            ' "aggregate_metrics": {"overall": {}, "by_category": {"a": {"pass_rate": "x", "n": 2}}}}',
             ["field 'aggregate_metrics.by_category.a.pass_rate'", "'x'"],
         ),
         (
             '{"schema_version": "1", "run": {}, "cases": [], "aggregate_metrics":'
-            ' {"by_transform": {"b64": {"by_category": {"a": {"pass_rate": 1, "n": []}}}}}}',
+            ' {"overall": {}, "by_transform": {"b64": {"by_category": {"a": {"pass_rate": 1, "n": []}}}}}}',
             ["field 'aggregate_metrics.by_transform.b64.by_category.a.n'", "[]"],
         ),
         (
-            '{"schema_version": "1", "run": {}, "aggregate_metrics": {}, "cases": ['
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {"overall": {}}, "cases": ['
             '{"case_id": "a", "probe_id": "a", "status": "pass"},'
             '{"case_id": "a", "probe_id": "a", "status": "fail"}]}',
             ["field 'cases[1].case_id'", "appears twice"],
         ),
         (
-            '{"schema_version": "1", "run": {}, "aggregate_metrics": {}, "cases": ['
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {"overall": {}}, "cases": ['
             '{"case_id": "a#0", "probe_id": "a", "sample": 0, "status": "pass"},'
             '{"case_id": "b#0", "probe_id": "a", "sample": 0, "status": "fail"}]}',
             ["field 'cases[1]'", "'b#0' has the same probe, sample and model as cases[0] ('a#0')"],
         ),
+        (  # every metric was undefined, so every metric gate tripped as such
+            '{"schema_version": "1", "run": {}, "cases": [], "aggregate_metrics": {}}',
+            ["field 'aggregate_metrics.overall'", "no overall metrics object"],
+        ),
+        (
+            '{"schema_version": "1", "run": {}, "cases": [], "aggregate_metrics": {"overall": 0.9}}',
+            ["field 'aggregate_metrics.overall'", "no overall metrics object"],
+        ),
         (  # every case of the base run was read as removed, and no gate tripped
-            '{"schema_version": "1", "run": {}, "aggregate_metrics": {}}',
+            '{"schema_version": "1", "run": {}, "aggregate_metrics": {"overall": {}}}',
             ["field 'cases'", "not a faultline report.json: no cases (schema 1)"],
         ),
         (
-            '{"schema_version": "2", "run": {}, "aggregate_metrics": {}, "worst_cases": []}',
+            '{"schema_version": "2", "run": {}, "aggregate_metrics": {"overall": {}}, "worst_cases": []}',
             ["field 'cases_file'", "not a faultline report.json: no cases_file (schema 2)"],
         ),
     ],

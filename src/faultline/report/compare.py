@@ -138,6 +138,13 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
 
 def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
     """Every compared metric is a number or null; case ids, and probe, sample and model, unique."""
+    if not isinstance(m.get("overall"), dict):
+        raise InputError(
+            "not a faultline report.json: aggregate_metrics has no overall metrics object "
+            "(the run's pass rate, coverage and the other compared metrics)",
+            path=path,
+            field="aggregate_metrics.overall",
+        )
     numbers = [
         (f"{section}.{key}", _mapping(m.get(section)).get(key))
         for section, key in (spec[0] for spec in METRICS.values())
