@@ -187,3 +187,31 @@ def test_spaces_in_ids_and_categories_cannot_forge_lines_where_the_output_wraps(
         "gate regressions>0 tripped: regressions is 1"
     ]
     assert f"  {probe_id}#0  {category}  critical  risk 0.00 → 0.92\n" in compared.stdout
+
+
+def test_spaces_in_a_quoted_value_cannot_forge_lines_of_notes_or_errors(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    # the "no response" note and error messages wrapped at the column width, so a value
+    # padded with spaces started a line of the log with its own text
+    forged = "x" + " " * 150 + FORGED_GATE
+    probes = [
+        {"id": forged, "category": "misc", "severity": "low", "task": "t", "input": "i"},
+        {"id": "answered", "category": "misc", "severity": "low", "task": "t", "input": "j"},
+    ]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in probes), "utf-8")
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"probe_id": "answered", "response": REFUSAL}) + "\n", "utf-8"
+    )
+    scored = run_cli("score", "-p", "p.jsonl", "-r", "r.jsonl", "-o", "out")
+    assert scored.code == 0, scored.stderr
+    assert _lines_starting(scored.stdout, "gate") == []
+    assert f"1 probe(s) have no response: {forged}\n" in scored.stdout
+
+    bad = dict(probes[0], severity=forged)
+    (tmp_path / "bad.jsonl").write_text(json.dumps(bad) + "\n", "utf-8")
+    refused = run_cli("score", "-p", "bad.jsonl", "-r", "r.jsonl", "-o", "bad")
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert FORGED_GATE in refused.stderr
+    assert _lines_starting(refused.stderr, "gate") == []
+    assert len(refused.stderr.splitlines()) == 1

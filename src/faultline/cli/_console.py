@@ -135,7 +135,10 @@ def progress_seconds() -> float:
 
 _width = output_width()
 out = _Console(highlight=False, width=_width, soft_wrap=False)
-err = _Console(stderr=True, highlight=False, width=_width)
+# Messages are never wrapped: they quote the data (an id, a value, a path), and where a line
+# wraps, spaces in a quoted value would start a line of the log with what the data says
+# ("gate ... held"). A long message is one line; a terminal folds it for the eye.
+err = _Console(stderr=True, highlight=False, width=_width, soft_wrap=True)
 
 
 @contextmanager

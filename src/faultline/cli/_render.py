@@ -63,21 +63,23 @@ def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:
                 ("Note:", "yellow"),
                 f" {len(run.unanswered)} probe(s) have no response: ",
                 shown(ids, one_line=True),
-            )
+            ),
+            soft_wrap=True,  # one line: the ids' spaces must not start a line where it wraps
         )
     skipped = getattr(run, "skipped", None)  # only score reads a directory or a glob
     if skipped:
-        listed = ", ".join(visible(str(p)) for p in skipped[:3])
+        listed = ", ".join(visible(str(p), one_line=True) for p in skipped[:3])
         more = " …" if len(skipped) > 3 else ""
         out.print(
             Text.assemble(
                 ("Note:", "yellow"),
                 f" {len(skipped)} responses file(s) in the output directory were not read: "
                 f"{listed}{more}",
-            )
+            ),
+            soft_wrap=True,
         )
     if run.written:
-        out.print(shown(f"Wrote {written(run.written)} in {seconds:.1f} s."))
+        out.print(shown(f"Wrote {written(run.written)} in {seconds:.1f} s."), soft_wrap=True)
 
 
 def _models(models: dict[str, Any]) -> None:
