@@ -67,3 +67,16 @@ def test_importing_the_cli_does_not_load_the_numeric_stack() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+def test_every_error_faultline_raises_is_importable_from_faultline() -> None:
+    # a caller catches what the library raises by name: RecordingError (a full disk mid-run)
+    # was only in faultline.runner.journal, and the calibration errors nowhere at the top
+    for info in pkgutil.walk_packages(faultline.__path__, "faultline."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, faultline.FaultlineError):
+                assert name in faultline.__all__, f"{info.name}.{name}"
+                assert getattr(faultline, name) is value

@@ -25,9 +25,13 @@ from faultline._version import __version__
 if TYPE_CHECKING:
     from faultline.demo import run_demo
     from faultline.errors import (
+        CalibrationError,
         FaultlineError,
         InputError,
+        LabelError,
+        LearnedError,
         ProbeError,
+        RecordingError,
         ResponseError,
         RulePackError,
         TargetError,
@@ -63,10 +67,12 @@ if TYPE_CHECKING:
         run_examples,
         score,
     )
-    from faultline.targets import GenerationParams, Target, TargetOptions, open_target
+    from faultline.targets import CallError, GenerationParams, Target, TargetOptions, open_target
 
 # Names are imported on first use, so `faultline --help` does not pay for numpy and friends.
 _LAZY: dict[str, str] = {
+    "CalibrationError": "faultline.errors",
+    "CallError": "faultline.targets",
     "CaseScore": "faultline.scoring",
     "Evidence": "faultline.scoring",
     "FaultlineError": "faultline.errors",
@@ -74,6 +80,8 @@ _LAZY: dict[str, str] = {
     "GenerationParams": "faultline.targets",
     "Geometry": "faultline.observability",
     "InputError": "faultline.errors",
+    "LabelError": "faultline.errors",
+    "LearnedError": "faultline.errors",
     "Message": "faultline.probes",
     "MetricsAccumulator": "faultline.metrics",
     "Prices": "faultline.runner",
@@ -82,6 +90,7 @@ _LAZY: dict[str, str] = {
     "ProbeRun": "faultline.runner",
     "ProbeSet": "faultline.probes",
     "Report": "faultline.report",
+    "RecordingError": "faultline.errors",
     "Response": "faultline.responses",
     "ResponseError": "faultline.errors",
     "Rule": "faultline.scoring",
@@ -136,6 +145,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CalibrationError",
+    "CallError",
     "CaseScore",
     "Evidence",
     "FaultlineError",
@@ -143,6 +154,8 @@ __all__ = [
     "GenerationParams",
     "Geometry",
     "InputError",
+    "LabelError",
+    "LearnedError",
     "Message",
     "MetricsAccumulator",
     "Prices",
@@ -150,6 +163,7 @@ __all__ = [
     "ProbeError",
     "ProbeRun",
     "ProbeSet",
+    "RecordingError",
     "Report",
     "Response",
     "ResponseError",

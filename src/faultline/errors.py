@@ -6,11 +6,13 @@ context a person needs to fix it::
     FaultlineError                 exit code 4 unless a subclass says otherwise
      ├── InputError                2: a file or value the user gave is wrong (path, line, field)
      │    ├── LabelError           2: a labelled responses file (human labels, for calibration)
+     │    ├── LearnedError         2: a learned-signal model file
      │    ├── ProbeError           2: a probe set
      │    ├── ResponseError        2: a responses file
      │    └── RulePackError        2: a rule pack (bad YAML, a pattern RE2 cannot compile, ...)
      ├── UsageError                2: options that do not fit together
-     └── TargetError               3: the model or another outside service failed
+     ├── TargetError               3: the model or another outside service failed
+     └── RecordingError            3: a run directory's file could not be written mid-run
 
 The command line maps each class to its exit code (``exit_code``) and prints ``str(error)``,
 which is a single sentence naming the file, line and field, what was found and what was
@@ -26,7 +28,9 @@ __all__ = [
     "FaultlineError",
     "InputError",
     "LabelError",
+    "LearnedError",
     "ProbeError",
+    "RecordingError",
     "ResponseError",
     "RulePackError",
     "TargetError",
@@ -100,6 +104,10 @@ class LabelError(InputError):
     """A labelled responses file is malformed: bad JSON, a missing or mistyped field, a duplicate id."""
 
 
+class LearnedError(InputError):
+    """A learned-signal model file is malformed or does not fit the scorer."""
+
+
 class ProbeError(InputError):
     """A probe set is malformed: bad YAML/JSONL, a missing or mistyped field, a duplicate id."""
 
@@ -130,3 +138,14 @@ class TargetError(FaultlineError):
     def __init__(self, message: str, *, target: str | None = None) -> None:
         self.target = target
         super().__init__(message)
+
+
+class RecordingError(FaultlineError):
+    """A file of the run directory could not be written while the run went on.
+
+    A full disk or an I/O error while answers were being recorded, or while the reports were
+    written. What was committed before is safe, and ``--resume`` continues; exit code 3, as
+    for a run that failed outright, since requests were sent.
+    """
+
+    exit_code = 3

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from faultline._util.text import well_formed
-from faultline.runner.journal import Entry, RecordingError
+from faultline.errors import RecordingError
+from faultline.runner.journal import Entry
 from faultline.targets.base import Completion
 
 __all__ = ["CACHE_NAME", "ResponseCache", "cache_key"]

@@ -31,7 +31,7 @@ import msgspec
 
 from faultline._util.files import sha256_bytes
 from faultline._util.text import well_formed
-from faultline.errors import FaultlineError, InputError, UsageError
+from faultline.errors import FaultlineError, InputError, RecordingError, UsageError
 from faultline.probes.model import Probe
 from faultline.probes.probeset import ProbeSet
 
@@ -98,17 +98,6 @@ _UPSERT = (
     f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 13)}) "
     f"ON CONFLICT (probe_id, sample) DO UPDATE SET {_UPDATED}"
 )
-
-
-class RecordingError(FaultlineError):
-    """A file of the run directory could not be written while the run went on.
-
-    A full disk or an I/O error while answers were being recorded, or while the reports were
-    written. What was committed before is safe, and ``--resume`` continues; exit code 3, as
-    for a run that failed outright, since requests were sent.
-    """
-
-    exit_code = 3
 
 
 @dataclass(frozen=True)

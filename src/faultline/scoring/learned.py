@@ -45,7 +45,7 @@ import re2
 
 from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
 from faultline._util.text import describe_value
-from faultline.errors import InputError
+from faultline.errors import LearnedError
 from faultline.scoring.matcher import SetMatch, Span, compile_set, re2_options, span_finder
 
 if TYPE_CHECKING:
@@ -80,10 +80,6 @@ HARM_FEATURES: Final = ("rules_logit",)
 _TOKEN = re.compile(r"[0-9A-Za-z_]+")
 _PHRASE = re.compile(r"[0-9a-z_]+(?: [0-9a-z_]+)*")
 _SEPARATOR = "[^0-9A-Za-z_]+"
-
-
-class LearnedError(InputError):
-    """A learned-signal model file is malformed or does not fit the scorer."""
 
 
 class HeadSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
