@@ -296,26 +296,48 @@ def test_a_journal_on_a_read_only_file_system_is_named_exit_2(tmp_path: Path) ->
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
+def _read_only(path: Path) -> str | None:
+    """Make ``path`` unwritable even for root; what the OS will say when it is opened to write.
+
+    Mode 0444 binds everyone but root; for root, the immutable attribute (``chattr +i``)
+    does. ``None`` when neither holds here (no ``chattr``, or a file system without it).
+    """
+    path.chmod(0o444)
+    try:
+        with path.open("r+b"):
+            pass
+    except PermissionError:
+        return "permission denied"
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(path)], check=False).returncode:
+        return None
+    return "operation not permitted"
+
+
+def _writable(path: Path) -> None:
+    chattr = shutil.which("chattr")
+    if chattr is not None:
+        subprocess.run([chattr, "-i", str(path)], capture_output=True, check=False)
+    path.chmod(0o644)
+
+
 def test_a_read_only_journal_is_named_exit_2(tmp_path: Path, finished_run: Path) -> None:
     shutil.copytree(finished_run, tmp_path, dirs_exist_ok=True)
     journal = tmp_path / "out" / "journal.sqlite"
-    journal.chmod(0o444)
     try:
-        try:
-            with journal.open("r+b"):
-                pytest.skip("file permissions are not enforced for this user (root)")
-        except PermissionError:
-            pass
+        reason = _read_only(journal)
+        if reason is None:
+            pytest.skip("no way to make a file unwritable for this user here")
         before = journal.read_bytes()
 
         result = faultline_cli(tmp_path, *_args("a.jsonl", "--resume"))
 
         assert result.code == 2, result.stdout + result.stderr
         _no_traceback(result)
-        assert "out/journal.sqlite: cannot be written (permission denied)" in _flat(result.stderr)
+        assert f"out/journal.sqlite: cannot be written ({reason})" in _flat(result.stderr)
         assert journal.read_bytes() == before
     finally:
-        journal.chmod(0o644)
+        _writable(journal)
 
 
 # -- a file system that fails while the run goes on ---------------------------------------
