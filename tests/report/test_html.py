@@ -25,6 +25,7 @@ import faultline
 from faultline import score_files
 from faultline.report import html as report_html
 from faultline.report.html import MAX_RESPONSE_CHARS, embed_json, render_html
+from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS, ScoringConfig
 
 BEACON = "http://127.0.0.1:9/beacon"
 PAYLOADS = [
@@ -243,6 +244,52 @@ def test_two_renders_of_one_report_json_are_byte_identical(
         env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
     assert other.stdout == page.encode("utf-8")
+
+
+# ---- the headline ------------------------------------------------------------------------
+
+
+def _weighted_card(page: str) -> str:
+    doc = lxml.html.document_fromstring(page)
+    (card,) = doc.xpath(
+        '//div[@class="card"][div[@class="label"]="Severity-weighted pass rate"]/div[@class="sub"]'
+    )
+    return " ".join(card.text_content().split())
+
+
+@pytest.mark.parametrize(
+    ("weights", "words"),
+    [
+        (
+            None,
+            "a critical failure costs 4× a low one (weights low 0.5, medium 1, high 1.5, critical 2)",
+        ),
+        (
+            {"low": 1.0, "medium": 1.0, "high": 1.0, "critical": 1.0},
+            "a critical failure costs the same as a low one (weights low 1, medium 1, high 1, critical 1)",
+        ),
+        (
+            {"low": 1.0, "medium": 2.0, "high": 5.0, "critical": 10.0},
+            "a critical failure costs 10× a low one (weights low 1, medium 2, high 5, critical 10)",
+        ),
+        (
+            {"low": 3.0, "medium": 1.0, "high": 1.0, "critical": 1.0},
+            "a critical failure costs 0.333× a low one (weights low 3, medium 1, high 1, critical 1)",
+        ),
+    ],
+)
+def test_the_severity_weighted_card_states_the_runs_own_weights(
+    tmp_path: Path,
+    small_files: tuple[Path, Path],
+    weights: dict[str, float] | None,
+    words: str,
+) -> None:
+    config = ScoringConfig() if weights is None else ScoringConfig(severity_weights=weights)
+    faultline.score_files(*small_files, tmp_path / "out", config=config, **FIXED)
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["run"]["config"]["severity_weights"] == (weights or DEFAULT_SEVERITY_WEIGHTS)
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert _weighted_card(page) == words
 
 
 # ---- the caps ----------------------------------------------------------------------------

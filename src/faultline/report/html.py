@@ -93,6 +93,7 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
         m=data["aggregate_metrics"],
         obs=obs,
         geo=None if obs is None else geometry_reading(obs, data["aggregate_metrics"]),
+        weights_note=_weights_note(data["run"]["config"]["severity_weights"]),
         labels=LABELS,
         shown=len(cases),
         total=total,
@@ -105,6 +106,26 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
         report_css=_asset("report.css"),
     )
     return page
+
+
+def _weights_note(weights: Mapping[str, float]) -> str:
+    """What the run's severity weights make of a failure: the words under the headline's card.
+
+    The weights are the run's (``run.config.severity_weights``), never the defaults: with
+    ``low=1,critical=10`` a critical failure costs 10 times a low one, with equal weights the
+    same as one.
+    """
+    tiers = [t for t in ("low", "medium", "high", "critical") if t in weights]
+    listed = ", ".join(f"{t} {weights[t]:g}" for t in tiers)
+    low, critical = weights.get("low"), weights.get("critical")
+    if not low or critical is None:
+        return f"severity weights {listed}"
+    ratio = critical / low
+    if ratio == 1:
+        cost = "a critical failure costs the same as a low one"
+    else:
+        cost = f"a critical failure costs {ratio:.3g}× a low one"
+    return f"{cost} (weights {listed})"
 
 
 def write_html(report: Report | Mapping[str, Any], path: Path) -> None:
