@@ -354,7 +354,25 @@ def test_the_geometry_text_says_a_capped_page_plots_its_sample(
     assert f"Each point is a scored case of the sample of {shown} of 30 cases" in text
 
 
-def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(
+def _evidence_view(case: dict[str, Any], cut: int) -> tuple[list[list[Any]], int]:
+    """The evidence the page should embed for a case whose response is cut at ``cut``.
+
+    Spans that start in the shown text stay, clipped to the cut (with a fifth item, 1); those
+    that start past it are only counted.
+    """
+    response = case["response"] or ""
+    shown, beyond = [], 0
+    for e in case["evidence"]:
+        if len(response) > cut and e["start"] >= cut:
+            beyond += 1
+        elif e["end"] > cut:
+            shown.append([e["start"], cut, e["kind"], e["rule"], 1])
+        else:
+            shown.append([e["start"], e["end"], e["kind"], e["rule"]])
+    return shown, beyond
+
+
+def test_long_responses_are_cut_and_evidence_is_clipped_to_the_cut_or_counted_past_it(
     tmp_path: Path, small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = json.loads(
@@ -363,21 +381,20 @@ def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(
     cut = 40
     monkeypatch.setattr(report_html, "MAX_RESPONSE_CHARS", cut)
     shown = payload_of(render_html(report))["cases"]
-    kept = dropped = 0
+    kept = clipped = beyond = 0
     for view, case in zip(shown, report["cases"], strict=True):
         response = case["response"] or ""
         assert view["out"] == response[:cut]
         assert view["cut"] is (len(response) > cut)
-        evidence = [
-            [e["start"], e["end"], e["kind"], e["rule"]]
-            for e in case["evidence"]
-            if e["end"] <= cut
-        ]
+        evidence, past = _evidence_view(case, cut)
         assert view["ev"] == evidence
+        assert view["evx"] == past
         kept += len(evidence)
-        dropped += len(case["evidence"]) - len(evidence)
+        clipped += sum(len(e) == 5 for e in evidence)
+        beyond += past
     assert kept
-    assert dropped
+    assert clipped  # a span across the cut is kept, clipped
+    assert beyond  # a span past it is counted
     assert any(v["cut"] for v in shown)
     assert not all(v["cut"] for v in shown)
 
@@ -398,12 +415,9 @@ def test_a_response_over_the_real_limit_is_cut_at_it(tmp_path: Path) -> None:
     (view,) = payload_of((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))["cases"]
     assert view["out"] == long[:MAX_RESPONSE_CHARS]
     assert view["cut"] is True
-    assert view["ev"] == [
-        [e["start"], e["end"], e["kind"], e["rule"]]
-        for e in case["evidence"]
-        if e["end"] <= MAX_RESPONSE_CHARS
-    ]
-    assert len(view["ev"]) < len(case["evidence"])
+    evidence, beyond = _evidence_view(case, MAX_RESPONSE_CHARS)
+    assert view["ev"] == evidence
+    assert view["evx"] == beyond > 0
     assert run.report.cases[0].response == long  # report.json keeps all of it
 
 
