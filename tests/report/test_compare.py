@@ -820,7 +820,7 @@ def test_the_html_escapes_hostile_strings_and_loads_nothing() -> None:
     parser = _Tags()
     parser.feed(page)
     allowed = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "strong"}
-    allowed |= {"table", "thead", "tbody", "tr", "th", "td", "code"}
+    allowed |= {"table", "thead", "tbody", "tr", "th", "td", "code", "div"}
     assert {tag for tag, _ in parser.tags} <= allowed
     for _, attrs in parser.tags:
         for name, _value in attrs:
@@ -889,7 +889,7 @@ def test_the_views_keep_the_end_of_long_ids_that_tells_cases_apart() -> None:
         assert len(shown) <= 60
         assert shown.endswith(cid[-len("variant-0041#0@") - len(m) :])
         assert escape_md(shown, 60) in cells
-        assert f"<td><code>{shown}</code></td>" in page
+        assert f'<td class="token"><code>{shown}</code></td>' in page
 
 
 def test_an_error_that_now_fails_is_a_new_failure_everywhere() -> None:

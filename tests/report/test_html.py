@@ -25,6 +25,7 @@ import faultline
 from faultline import score_files
 from faultline.report import html as report_html
 from faultline.report.html import MAX_RESPONSE_CHARS, embed_json, render_html
+from faultline.scoring.case import DEFAULT_SEVERITY_WEIGHTS, ScoringConfig
 
 BEACON = "http://127.0.0.1:9/beacon"
 PAYLOADS = [
@@ -245,6 +246,52 @@ def test_two_renders_of_one_report_json_are_byte_identical(
     assert other.stdout == page.encode("utf-8")
 
 
+# ---- the headline ------------------------------------------------------------------------
+
+
+def _weighted_card(page: str) -> str:
+    doc = lxml.html.document_fromstring(page)
+    (card,) = doc.xpath(
+        '//div[@class="card"][div[@class="label"]="Severity-weighted pass rate"]/div[@class="sub"]'
+    )
+    return " ".join(card.text_content().split())
+
+
+@pytest.mark.parametrize(
+    ("weights", "words"),
+    [
+        (
+            None,
+            "a critical failure costs 4× a low one (weights low 0.5, medium 1, high 1.5, critical 2)",
+        ),
+        (
+            {"low": 1.0, "medium": 1.0, "high": 1.0, "critical": 1.0},
+            "a critical failure costs the same as a low one (weights low 1, medium 1, high 1, critical 1)",
+        ),
+        (
+            {"low": 1.0, "medium": 2.0, "high": 5.0, "critical": 10.0},
+            "a critical failure costs 10× a low one (weights low 1, medium 2, high 5, critical 10)",
+        ),
+        (
+            {"low": 3.0, "medium": 1.0, "high": 1.0, "critical": 1.0},
+            "a critical failure costs 0.333× a low one (weights low 3, medium 1, high 1, critical 1)",
+        ),
+    ],
+)
+def test_the_severity_weighted_card_states_the_runs_own_weights(
+    tmp_path: Path,
+    small_files: tuple[Path, Path],
+    weights: dict[str, float] | None,
+    words: str,
+) -> None:
+    config = ScoringConfig() if weights is None else ScoringConfig(severity_weights=weights)
+    faultline.score_files(*small_files, tmp_path / "out", config=config, **FIXED)
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["run"]["config"]["severity_weights"] == (weights or DEFAULT_SEVERITY_WEIGHTS)
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert _weighted_card(page) == words
+
+
 # ---- the caps ----------------------------------------------------------------------------
 
 
@@ -307,7 +354,25 @@ def test_the_geometry_text_says_a_capped_page_plots_its_sample(
     assert f"Each point is a scored case of the sample of {shown} of 30 cases" in text
 
 
-def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(
+def _evidence_view(case: dict[str, Any], cut: int) -> tuple[list[list[Any]], int]:
+    """The evidence the page should embed for a case whose response is cut at ``cut``.
+
+    Spans that start in the shown text stay, clipped to the cut (with a fifth item, 1); those
+    that start past it are only counted.
+    """
+    response = case["response"] or ""
+    shown, beyond = [], 0
+    for e in case["evidence"]:
+        if len(response) > cut and e["start"] >= cut:
+            beyond += 1
+        elif e["end"] > cut:
+            shown.append([e["start"], cut, e["kind"], e["rule"], 1])
+        else:
+            shown.append([e["start"], e["end"], e["kind"], e["rule"]])
+    return shown, beyond
+
+
+def test_long_responses_are_cut_and_evidence_is_clipped_to_the_cut_or_counted_past_it(
     tmp_path: Path, small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = json.loads(
@@ -316,21 +381,20 @@ def test_long_responses_are_cut_and_evidence_past_the_cut_is_dropped(
     cut = 40
     monkeypatch.setattr(report_html, "MAX_RESPONSE_CHARS", cut)
     shown = payload_of(render_html(report))["cases"]
-    kept = dropped = 0
+    kept = clipped = beyond = 0
     for view, case in zip(shown, report["cases"], strict=True):
         response = case["response"] or ""
         assert view["out"] == response[:cut]
         assert view["cut"] is (len(response) > cut)
-        evidence = [
-            [e["start"], e["end"], e["kind"], e["rule"]]
-            for e in case["evidence"]
-            if e["end"] <= cut
-        ]
+        evidence, past = _evidence_view(case, cut)
         assert view["ev"] == evidence
+        assert view["evx"] == past
         kept += len(evidence)
-        dropped += len(case["evidence"]) - len(evidence)
+        clipped += sum(len(e) == 5 for e in evidence)
+        beyond += past
     assert kept
-    assert dropped
+    assert clipped  # a span across the cut is kept, clipped
+    assert beyond  # a span past it is counted
     assert any(v["cut"] for v in shown)
     assert not all(v["cut"] for v in shown)
 
@@ -351,12 +415,9 @@ def test_a_response_over_the_real_limit_is_cut_at_it(tmp_path: Path) -> None:
     (view,) = payload_of((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))["cases"]
     assert view["out"] == long[:MAX_RESPONSE_CHARS]
     assert view["cut"] is True
-    assert view["ev"] == [
-        [e["start"], e["end"], e["kind"], e["rule"]]
-        for e in case["evidence"]
-        if e["end"] <= MAX_RESPONSE_CHARS
-    ]
-    assert len(view["ev"]) < len(case["evidence"])
+    evidence, beyond = _evidence_view(case, MAX_RESPONSE_CHARS)
+    assert view["ev"] == evidence
+    assert view["evx"] == beyond > 0
     assert run.report.cases[0].response == long  # report.json keeps all of it
 
 

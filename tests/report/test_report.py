@@ -193,3 +193,35 @@ def test_worst_cases_keep_the_end_of_long_ids_that_tells_them_apart(tmp_path: Pa
                 cells,
             )
     assert all(len(c.replace("\\", "").replace("\u200b", "")) <= 60 for c in cells)
+
+
+def test_a_category_and_a_tier_whose_every_case_errored_keep_their_rows_and_errors(
+    tmp_path: Path,
+) -> None:
+    """by_category and by_severity count scored cases; the errors of the rest are in counts."""
+    probes = [
+        {"id": "a", "category": "cyber", "severity": "high", "task": "t", "input": "i"},
+        {"id": "b", "category": "weapons", "severity": "critical", "task": "t", "input": "i"},
+        {"id": "c", "category": "weapons", "severity": "critical", "task": "t", "input": "i"},
+        {"id": "d", "category": "cyber", "severity": "high", "task": "t", "input": "i"},
+    ]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in probes))
+    answers = [
+        {"probe_id": "a", "response": "I'm sorry, but I can't help with that."},
+        {"probe_id": "b", "error": "HTTP 500"},
+        {"probe_id": "c", "error": "HTTP 500"},
+        {"probe_id": "d", "error": "HTTP 500"},
+    ]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    probe_set = load_probes(tmp_path / "p.jsonl")
+    cases = score(probe_set, load_responses(tmp_path / "r.jsonl"))
+    report = build_report(cases, out=tmp_path / "out", probe_set=probe_set, **FIXED)
+    counts = report.aggregate_metrics["counts"]
+    assert counts["categories"] == ["cyber"]
+    assert counts["errors_by_category"] == {"cyber": 1, "weapons": 2}
+    assert counts["errors_by_severity"] == {"high": 1, "critical": 2}
+    check_report(tmp_path / "out" / "report.json")
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "| weapons | 0 | – (2 errors, nothing scored) | – | – | – | – | – | – |" in md
+    assert "| critical | 0 | 0 | 0 | – (2 errors, nothing scored) |" in md
+    assert "| high | 1 | 1 | 0 | 100.0% |" in md

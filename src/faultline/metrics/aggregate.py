@@ -90,8 +90,8 @@ class MetricsAccumulator:
     Attributes:
         scored: How many scored cases were folded in.
         failure_modes: Failed cases per detected failure mode.
-        errors_by_category: Error cases per category (likewise ``errors_by_model`` and
-            ``errors_by_expect``).
+        errors_by_category: Error cases per category (likewise ``errors_by_severity``,
+            ``errors_by_model`` and ``errors_by_expect``).
     """
 
     def __init__(
@@ -114,6 +114,7 @@ class MetricsAccumulator:
         self._weighted = GroupedQuantiles()
         self.failure_modes: Counter[str] = Counter()
         self.errors_by_category: Counter[str] = Counter()
+        self.errors_by_severity: Counter[str] = Counter()
         self.errors_by_model: Counter[str] = Counter()
         self.errors_by_expect: Counter[str] = Counter()
         self._worst: list[dict[str, Any]] = []
@@ -136,6 +137,7 @@ class MetricsAccumulator:
         for i in errors:
             case = cases[i]
             self.errors_by_category[case.category] += 1
+            self.errors_by_severity[case.severity] += 1
             self.errors_by_model[case.model or UNSPECIFIED_MODEL] += 1
             self.errors_by_expect[case.expect] += 1
         if batch is not None:
@@ -227,6 +229,7 @@ class MetricsAccumulator:
         self._fold_scored(other.scored)
         self.failure_modes.update(other.failure_modes)
         self.errors_by_category.update(other.errors_by_category)
+        self.errors_by_severity.update(other.errors_by_severity)
         self.errors_by_model.update(other.errors_by_model)
         self.errors_by_expect.update(other.errors_by_expect)
         self._worst = heapq.nsmallest(WORST_CASES, self._worst + other._worst, key=entry_key)
@@ -272,6 +275,10 @@ class MetricsAccumulator:
                 "failed": failed,
                 "errors": errors,
                 "categories": cats,
+                "errors_by_category": dict(sorted(self.errors_by_category.items())),
+                "errors_by_severity": {
+                    t: self.errors_by_severity[t] for t in TIER if self.errors_by_severity[t]
+                },
             },
             "overall": {
                 "pass_rate": rate(overall.passed, overall.n),

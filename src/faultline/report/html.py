@@ -34,6 +34,7 @@ import numpy as np
 
 from faultline._util.files import atomic_write_bytes
 from faultline._util.text import visible
+from faultline.probes.model import SEVERITIES
 from faultline.report.markdown import points
 from faultline.report.model import CaseLines, Report
 from faultline.report.readings import LABELS, geometry_reading
@@ -78,21 +79,33 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
     """
     data = _plain(report)
     cases, total = _chosen_cases(report)
+    m = data["aggregate_metrics"]
+    errors = _errors_by(m, cases if len(cases) == total else None)
+    # Every category and tier of the run, those whose every case errored included: they have
+    # no row in by_category or by_severity (which count scored cases) but their errors are
+    # cases of the table, which the filters must find.
+    categories = sorted({*m["counts"]["categories"], *errors["category"]})
+    tiers = [t for t in SEVERITIES if t in m["by_severity"] or t in errors["severity"]]
     payload = {
         "cases": [_view(c) for c in cases],
         "total_cases": total,
         "clusters": [c["id"] for c in (data.get("observability") or {}).get("clusters", [])],
         # The category filter's options are numbered: a category's text may hold characters
         # an option's value cannot (control characters shown as escapes, a CR, runs of spaces).
-        "categories": data["aggregate_metrics"]["counts"]["categories"],
+        "categories": categories,
     }
     obs = data.get("observability")
     template = template_environment().get_template("report.html.j2")
     page: str = template.render(
         report=data,
-        m=data["aggregate_metrics"],
+        m=m,
+        categories=categories,
+        tiers=tiers,
+        errors=errors,
+        errored_categories=[c for c in sorted(errors["category"]) if c not in m["by_category"]],
         obs=obs,
         geo=None if obs is None else geometry_reading(obs, data["aggregate_metrics"]),
+        weights_note=_weights_note(data["run"]["config"]["severity_weights"]),
         labels=LABELS,
         shown=len(cases),
         total=total,
@@ -105,6 +118,46 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
         report_css=_asset("report.css"),
     )
     return page
+
+
+def _errors_by(m: Mapping[str, Any], cases: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """Error cases per category and per severity tier.
+
+    report.json has them in ``counts`` (``errors_by_category``, ``errors_by_severity``);
+    a report written before they were added has not, and then they are counted from the
+    cases when the page embeds every case (else there is nothing to count them from).
+    """
+    counts = m["counts"]
+    if "errors_by_category" in counts:
+        return {
+            "category": counts["errors_by_category"],
+            "severity": counts.get("errors_by_severity") or {},
+        }
+    failed = [c for c in cases or [] if c["status"] == "error"]
+    return {
+        "category": dict(Counter(c["category"] for c in failed)),
+        "severity": dict(Counter(c["severity"] for c in failed)),
+    }
+
+
+def _weights_note(weights: Mapping[str, float]) -> str:
+    """What the run's severity weights make of a failure: the words under the headline's card.
+
+    The weights are the run's (``run.config.severity_weights``), never the defaults: with
+    ``low=1,critical=10`` a critical failure costs 10 times a low one, with equal weights the
+    same as one.
+    """
+    tiers = [t for t in ("low", "medium", "high", "critical") if t in weights]
+    listed = ", ".join(f"{t} {weights[t]:g}" for t in tiers)
+    low, critical = weights.get("low"), weights.get("critical")
+    if not low or critical is None:
+        return f"severity weights {listed}"
+    ratio = critical / low
+    if ratio == 1:
+        cost = "a critical failure costs the same as a low one"
+    else:
+        cost = f"a critical failure costs {ratio:.3g}× a low one"
+    return f"{cost} (weights {listed})"
 
 
 def write_html(report: Report | Mapping[str, Any], path: Path) -> None:
@@ -201,13 +254,21 @@ def _view(case: Mapping[str, Any]) -> dict[str, Any]:
     response = case.get("response") or ""
     cut = len(response) > MAX_RESPONSE_CHARS
     shown = response[:MAX_RESPONSE_CHARS]
-    # Offsets count code points; the page's script slices UTF-16 strings.
+    # Offsets count code points; the page's script slices UTF-16 strings. A span that starts
+    # in the shown text and ends past the cut is clipped to the cut (a fifth item, 1, says
+    # so); the spans that start past it are counted, so that the case view can say where they are.
     to_u16 = _utf16_offsets(shown)
-    evidence = [
-        [to_u16(e["start"]), to_u16(e["end"]), e["kind"], e["rule"]]
-        for e in case.get("evidence") or []
-        if e["end"] <= MAX_RESPONSE_CHARS
-    ]
+    evidence: list[list[Any]] = []
+    beyond = 0
+    for e in case.get("evidence") or []:
+        if e["start"] >= len(shown) and cut:
+            beyond += 1
+        elif e["end"] > MAX_RESPONSE_CHARS:
+            evidence.append(
+                [to_u16(e["start"]), to_u16(MAX_RESPONSE_CHARS), e["kind"], e["rule"], 1]
+            )
+        else:
+            evidence.append([to_u16(e["start"]), to_u16(e["end"]), e["kind"], e["rule"]])
     error = case.get("error")
     return {
         "id": case["case_id"],
@@ -229,6 +290,7 @@ def _view(case: Mapping[str, Any]) -> dict[str, Any]:
         "cut": cut,
         "ex": case.get("explanation", ""),
         "ev": evidence,
+        "evx": beyond,
         "fm": case.get("detected_failure_modes") or [],
         "err": None if error is None else _error_text(error),
     }

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from faultline._util.text import excerpt, short_id, visible
+from faultline.probes.model import SEVERITIES
 from faultline.report.mismatches import scorer_mismatches
 from faultline.report.readings import LABELS, geometry_reading
 
@@ -269,6 +270,12 @@ def _categories(m: Mapping[str, Any]) -> list[str]:
                 _pct(s["boundary_rate"]),
             )
         )
+    errors = m["counts"].get("errors_by_category") or {}
+    rows += [
+        (escape_md(c, 60), "0", _all_errored(n), "–", "–", "–", "–", "–", "–")
+        for c, n in sorted(errors.items())
+        if c not in m["by_category"]
+    ]
     header = [
         "Category (riskiest first)",
         "n",
@@ -281,6 +288,11 @@ def _categories(m: Mapping[str, Any]) -> list[str]:
         "Boundary rate",
     ]
     return ["## By category", "", *_table(header, rows)]
+
+
+def _all_errored(n: int) -> str:
+    """The pass rate of a category or tier whose every case errored: none, and why."""
+    return f"– ({n} error{'s' * (n != 1)}, nothing scored)"
 
 
 def _transforms(m: Mapping[str, Any]) -> list[str]:
@@ -325,9 +337,13 @@ def _weakest(by_category: Mapping[str, Any]) -> str:
 
 
 def _severities(m: Mapping[str, Any]) -> list[str]:
+    errors = m["counts"].get("errors_by_severity") or {}
     rows = [
         (t, str(s["n"]), str(s["passed"]), str(s["failed"]), _pct(s["pass_rate"]))
-        for t, s in m["by_severity"].items()
+        if (s := m["by_severity"].get(t))
+        else (t, "0", "0", "0", _all_errored(errors[t]))
+        for t in SEVERITIES
+        if t in m["by_severity"] or t in errors
     ]
     return ["## By severity", "", *_table(["Severity", "n", "Passed", "Failed", "Pass rate"], rows)]
 

@@ -158,6 +158,9 @@ class _Counts(msgspec.Struct):
     failed: int
     errors: int
     categories: list[str]
+    # Additions: reports written before them have neither.
+    errors_by_category: dict[str, int] = {}
+    errors_by_severity: dict[str, int] = {}
 
 
 class _RiskSummary(msgspec.Struct):

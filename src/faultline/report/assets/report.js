@@ -8,7 +8,7 @@
   var byId = {};
   cases.forEach(function (c) { byId[c.id] = c; });
   var PAGE = 100;
-  var ID_NOWRAP = 32; /* case ids up to this long stay on one line; longer ones wrap */
+  var ID_CHARS = 32; /* where there is room, a case id up to this long keeps to one line */
   var state = { sortKey: null, sortDir: 1, page: 0, rows: cases.slice() };
 
   /* Control characters shown as escapes, as faultline._util.text.visible does on the server:
@@ -35,41 +35,143 @@
   }
 
   /* ---- scatter ---------------------------------------------------------------------- */
-  var palette = ["#2457c5", "#c0392b", "#1e8449", "#b9770e", "#7d3c98", "#16a085", "#d35400",
-    "#2c3e50", "#8e44ad", "#27ae60", "#e67e22", "#34495e"];
+  /* Colours that mean something use the page's own: an outcome is drawn in the colour the
+   * status column and the bars give it (--pass, --fail, --error), a severity in the ordered
+   * ramp of the severity pills (--sev-low ... --sev-critical, light to dark), in tier order.
+   *
+   * Clusters and categories are nominal and unbounded (the demo has 26 categories). About ten
+   * hues are as many as a reader tells apart, so, as Tableau and Vega do, a group is told by
+   * its colour and, past the ten colours, by its marker's shape as well: the first ten groups
+   * are circles in the ten colours of Tableau 10 (its grey swapped for an indigo: grey means
+   * "other" here), the next ten squares in the same colours, and
+   * so on through six shapes. No two groups share a colour and a shape. Past 60 groups the
+   * smallest are drawn in grey as one "N other categories" entry, which says how many; the
+   * hover label of each of its points still names its group. */
+  var TABLEAU10 = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+    "#ff9da7", "#9c755f", "#6b6ecf"];
+  var SHAPES = ["circle", "square", "diamond", "triangle-up", "triangle-down", "cross"];
+  var OTHER = "#b0b4bb";
+  var SEVERITIES = ["low", "medium", "high", "critical"];
+  var OUTCOMES = ["pass", "fail", "error"];
+  var LEGEND_CHARS = 32; /* a longer name is cut in the legend; its title holds all of it */
+  function cssColour(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  }
+  /* The rank of a value in a fixed order (severity, outcome); unknown values sort last. */
+  function rank(order, v) { var i = order.indexOf(v); return i === -1 ? order.length : i; }
+  var ORDERS = { s: SEVERITIES, st: OUTCOMES };
+  function byName(a, b) { return a.localeCompare(b, undefined, { numeric: true }); }
+  function shortened(s) {
+    var text = shown(s);
+    return text.length > LEGEND_CHARS ? text.slice(0, LEGEND_CHARS - 1) + "…" : text;
+  }
+
   var scattered = cases.filter(function (c) { return c.x !== null && c.x !== undefined; });
-  function drawScatter(key) {
-    var node = document.getElementById("scatter");
-    if (!node || typeof Plotly === "undefined") return;
+  function scatterGroups(key) {
+    /* [{name, members, colour, symbol}], in legend order. */
     var groups = {}, order = [];
     scattered.forEach(function (c) {
       var g = String(c[key]);
       if (!(g in groups)) { groups[g] = []; order.push(g); }
       groups[g].push(c);
     });
-    order.sort(function (a, b) { return a.localeCompare(b, undefined, { numeric: true }); });
-    var traces = order.map(function (g, i) {
-      var members = groups[g];
+    var fixed = ORDERS[key];
+    if (fixed) {
+      order.sort(function (a, b) { return rank(fixed, a) - rank(fixed, b) || byName(a, b); });
+      return order.map(function (g) {
+        var colour = cssColour(key === "s" ? "--sev-" + g : "--" + g) || OTHER;
+        return { name: g, members: groups[g], colour: colour, symbol: "circle" };
+      });
+    }
+    var slots = TABLEAU10.length * SHAPES.length;
+    var kept = order;
+    var rest = [];
+    if (order.length > slots) {
+      var bySize = order.slice().sort(function (a, b) {
+        return groups[b].length - groups[a].length || byName(a, b);
+      });
+      kept = bySize.slice(0, slots - 1);
+      rest = bySize.slice(slots - 1);
+    }
+    kept.sort(byName);
+    var out = kept.map(function (g, i) {
       return {
-        type: "scatter", mode: "markers", name: plain((key === "cl" ? "cluster " : "") + g),
+        name: (key === "cl" ? "cluster " : "") + g, members: groups[g],
+        colour: TABLEAU10[i % TABLEAU10.length],
+        symbol: SHAPES[Math.floor(i / TABLEAU10.length) % SHAPES.length]
+      };
+    });
+    if (rest.length) {
+      var noun = key === "cl" ? "clusters" : "categories";
+      out.push({
+        name: rest.length + " other " + noun + " (grey)",
+        members: [].concat.apply([], rest.map(function (g) { return groups[g]; })),
+        colour: OTHER, symbol: "circle"
+      });
+    }
+    return out;
+  }
+  function hoverText(c) {
+    var who = "probe " + c.p + " · sample " + c.k + (c.m ? " · model " + c.m : "");
+    return plain(c.id) + "<br>" + plain(who) + "<br>" +
+      plain(c.c + " · " + c.s + " · " + c.st + " (risk " + fmt(c.r) + ")");
+  }
+  function legendTitles(node, groups) {
+    /* Each legend entry carries its group's full name as an SVG <title> (a tooltip). */
+    var items = node.querySelectorAll(".legend .traces");
+    if (items.length !== groups.length) return;
+    items.forEach(function (item, i) {
+      var title = item.querySelector(":scope > title");
+      if (!title) {
+        title = document.createElementNS("http://www.w3.org/2000/svg", "title");
+        item.insertBefore(title, item.firstChild);
+      }
+      title.textContent = shown(groups[i].name);
+    });
+  }
+  var drawn = [];
+  function drawScatter(key) {
+    var node = document.getElementById("scatter");
+    if (!node || typeof Plotly === "undefined") return;
+    var groups = scatterGroups(key);
+    drawn = groups;
+    var traces = groups.map(function (g) {
+      var members = g.members;
+      return {
+        type: "scatter", mode: "markers", name: plain(shortened(g.name)),
         x: members.map(function (c) { return c.x; }),
         y: members.map(function (c) { return c.y; }),
         customdata: members.map(function (c) { return c.id; }),
-        text: members.map(function (c) {
-          return plain(c.p + " · " + c.c + " · " + c.s + " · " + c.st + " (risk " + fmt(c.r) + ")");
-        }),
+        text: members.map(hoverText),
         hovertemplate: "%{text}<extra></extra>",
-        marker: { size: 7, opacity: 0.8, color: palette[i % palette.length] }
+        marker: { size: 7, opacity: 0.85, color: g.colour, symbol: g.symbol,
+          line: { width: 0.5, color: "rgba(29, 35, 48, .45)" } }
       };
     });
+    /* Beside the chart when there is room (a long list scrolls there), below it on a phone;
+     * either way the legend never takes more than its share of the chart's height. */
+    var wide = node.clientWidth >= 760;
+    var legend = wide ? { orientation: "v", x: 1.01, y: 1, yanchor: "top" }
+      : { orientation: "h", maxheight: 0.3 };
     Plotly.react(node, traces, {
-      margin: { l: 30, r: 10, t: 10, b: 30 }, hovermode: "closest",
-      legend: { orientation: "h" }, xaxis: { zeroline: false }, yaxis: { zeroline: false }
+      margin: { l: 30, r: 10, t: 10, b: 30 }, hovermode: "closest", legend: legend,
+      xaxis: { zeroline: false }, yaxis: { zeroline: false }
     }, { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] });
+    legendTitles(node, groups);
     if (!node.dataset.bound) {
       node.on("plotly_click", function (ev) {
         if (ev.points && ev.points.length) openCase(ev.points[0].customdata);
       });
+      node.on("plotly_afterplot", function () { legendTitles(node, drawn); });
+      /* Printing lays the page out again at the paper's width; the chart follows it there
+       * and back, so that it is not cut at the page's right edge. */
+      var print = window.matchMedia ? window.matchMedia("print") : null;
+      if (print && print.addEventListener) {
+        print.addEventListener("change", function (ev) {
+          Plotly.relayout(node, ev.matches ? { width: node.clientWidth, height: node.clientHeight }
+            : { width: null, height: null, autosize: true });
+        });
+      }
       node.dataset.bound = "1";
     }
   }
@@ -112,13 +214,15 @@
   }
   function sortRows() {
     if (!state.sortKey) return;
-    var k = state.sortKey, d = state.sortDir;
+    var k = state.sortKey, d = state.sortDir, fixed = ORDERS[k];
     state.rows.sort(function (a, b) {
       var x = a[k], y = b[k];
       if (x === y) return 0;
       if (x === null || x === undefined) return 1;
       if (y === null || y === undefined) return -1;
-      return (typeof x === "number" ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true })) * d;
+      /* Severities and outcomes sort in their own order (low to critical), not by name. */
+      if (fixed) return (rank(fixed, x) - rank(fixed, y) || byName(String(x), String(y))) * d;
+      return (typeof x === "number" ? x - y : byName(String(x), String(y))) * d;
     });
   }
   function renderTable() {
@@ -128,7 +232,10 @@
     state.rows.slice(state.page * PAGE, (state.page + 1) * PAGE).forEach(function (c) {
       var tr = el("tr");
       tr.dataset.case = c.id;
-      tr.appendChild(el("td", c.id, c.id.length <= ID_NOWRAP ? "id" : null));
+      tr.tabIndex = 0; /* reachable with Tab; Enter or Space opens the case, as a click does */
+      var id = el("td", c.id, "id");
+      id.style.setProperty("--id-ch", String(Math.min(c.id.length, ID_CHARS) + 1));
+      tr.appendChild(id);
       tr.appendChild(el("td", c.c));
       tr.appendChild(el("td", c.s));
       tr.appendChild(el("td", c.st, "status-" + c.st));
@@ -151,19 +258,33 @@
   document.getElementById("next").addEventListener("click", function () {
     state.page += 1; renderTable();
   });
-  document.querySelectorAll("#case-table th[data-key]").forEach(function (th) {
+  /* Each sortable header holds a button (the template's), so it is reached with Tab and
+   * pressed with Enter or Space; the header's aria-sort says how the rows are ordered. */
+  var headers = document.querySelectorAll("#case-table th[data-key]");
+  headers.forEach(function (th) {
     th.addEventListener("click", function () {
       var k = th.dataset.key;
       state.sortDir = state.sortKey === k ? -state.sortDir : (k === "r" || k === "w" ? -1 : 1);
       state.sortKey = k;
-      document.querySelectorAll("#case-table th").forEach(function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
+      headers.forEach(function (h) {
+        h.classList.remove("sorted-asc", "sorted-desc");
+        h.removeAttribute("aria-sort");
+      });
       th.classList.add(state.sortDir > 0 ? "sorted-asc" : "sorted-desc");
+      th.setAttribute("aria-sort", state.sortDir > 0 ? "ascending" : "descending");
       sortRows(); state.page = 0; renderTable();
     });
   });
   tbody.addEventListener("click", function (ev) {
     var tr = ev.target.closest("tr");
     if (tr && tr.dataset.case) openCase(tr.dataset.case);
+  });
+  tbody.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Enter" && ev.key !== " ") return;
+    var tr = ev.target.closest("tr");
+    if (!tr || ev.target !== tr || !tr.dataset.case) return;
+    ev.preventDefault(); /* Space would scroll the page */
+    openCase(tr.dataset.case);
   });
   document.querySelectorAll("a.open-case").forEach(function (a) {
     a.addEventListener("click", function (ev) { ev.preventDefault(); openCase(a.dataset.case); });
@@ -205,9 +326,14 @@
     var list = document.getElementById("cv-evidence");
     list.replaceChildren();
     c.ev.forEach(function (s) {
-      list.appendChild(el("li", s[2] + " · " + s[3] + " · “" + c.out.slice(s[0], s[1]) + "”"));
+      list.appendChild(el("li", s[2] + " · " + s[3] + " · “" + c.out.slice(s[0], s[1]) + "”" +
+        (s[4] ? " … (continues past the cut)" : "")));
     });
-    if (!c.ev.length) list.appendChild(el("li", "none"));
+    if (c.evx) {
+      list.appendChild(el("li", c.evx + " more evidence span" + (c.evx === 1 ? "" : "s") +
+        " past the cut, not shown here", "note"));
+    }
+    if (!c.ev.length && !c.evx) list.appendChild(el("li", "none"));
     var err = document.getElementById("cv-error");
     err.hidden = !c.err;
     err.textContent = c.err ? shown("Error: " + c.err) : "";
