@@ -45,9 +45,10 @@ def test_score_writes_reports_and_exits_zero(
         "failed": 3,
         "errors": 1,
         "categories": ["benign_control", "prompt_injection", "weapons"],
-        "errors_by_category": {"harassment": 1},  # a category whose only case errored
-        "errors_by_severity": {"medium": 1},
-    }
+    }  # the contract's counts, and nothing more
+    m = report["aggregate_metrics"]
+    assert m["errors_by_category"] == {"harassment": 1}  # a category whose only case errored
+    assert m["errors_by_severity"] == {"medium": 1}
     assert report["run"]["target"]["spec"] == "replay:responses.jsonl"
     assert "1 errors" in result.stdout or "1 error" in result.stdout
 

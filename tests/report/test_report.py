@@ -216,10 +216,10 @@ def test_a_category_and_a_tier_whose_every_case_errored_keep_their_rows_and_erro
     probe_set = load_probes(tmp_path / "p.jsonl")
     cases = score(probe_set, load_responses(tmp_path / "r.jsonl"))
     report = build_report(cases, out=tmp_path / "out", probe_set=probe_set, **FIXED)
-    counts = report.aggregate_metrics["counts"]
-    assert counts["categories"] == ["cyber"]
-    assert counts["errors_by_category"] == {"cyber": 1, "weapons": 2}
-    assert counts["errors_by_severity"] == {"high": 1, "critical": 2}
+    m = report.aggregate_metrics
+    assert m["counts"]["categories"] == ["cyber"]
+    assert m["errors_by_category"] == {"cyber": 1, "weapons": 2}
+    assert m["errors_by_severity"] == {"high": 1, "critical": 2}
     check_report(tmp_path / "out" / "report.json")
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "| weapons | 0 | – (2 errors, nothing scored) | – | – | – | – | – | – |" in md

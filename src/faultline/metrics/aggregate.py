@@ -275,10 +275,6 @@ class MetricsAccumulator:
                 "failed": failed,
                 "errors": errors,
                 "categories": cats,
-                "errors_by_category": dict(sorted(self.errors_by_category.items())),
-                "errors_by_severity": {
-                    t: self.errors_by_severity[t] for t in TIER if self.errors_by_severity[t]
-                },
             },
             "overall": {
                 "pass_rate": rate(overall.passed, overall.n),
@@ -306,6 +302,12 @@ class MetricsAccumulator:
                 }
                 for tier, i in TIER.items()
                 if overall.n_in(i)
+            },
+            # Additions beside the contract's slices, which count scored cases: a category or
+            # tier whose every case errored is in neither, and shows here.
+            "errors_by_category": dict(sorted(self.errors_by_category.items())),
+            "errors_by_severity": {
+                t: self.errors_by_severity[t] for t in TIER if self.errors_by_severity[t]
             },
             "by_expect": self._by_expect(cells),
             "by_model": {

@@ -123,15 +123,14 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
 def _errors_by(m: Mapping[str, Any], cases: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Error cases per category and per severity tier.
 
-    report.json has them in ``counts`` (``errors_by_category``, ``errors_by_severity``);
-    a report written before they were added has not, and then they are counted from the
+    report.json has them in ``aggregate_metrics`` (``errors_by_category``,
+    ``errors_by_severity``); a report written before they were added has not, and then they are counted from the
     cases when the page embeds every case (else there is nothing to count them from).
     """
-    counts = m["counts"]
-    if "errors_by_category" in counts:
+    if m.get("errors_by_category") is not None:
         return {
-            "category": counts["errors_by_category"],
-            "severity": counts.get("errors_by_severity") or {},
+            "category": m["errors_by_category"],
+            "severity": m.get("errors_by_severity") or {},
         }
     failed = [c for c in cases or [] if c["status"] == "error"]
     return {

@@ -270,7 +270,7 @@ def _categories(m: Mapping[str, Any]) -> list[str]:
                 _pct(s["boundary_rate"]),
             )
         )
-    errors = m["counts"].get("errors_by_category") or {}
+    errors = m.get("errors_by_category") or {}
     rows += [
         (escape_md(c, 60), "0", _all_errored(n), "–", "–", "–", "–", "–", "–")
         for c, n in sorted(errors.items())
@@ -337,7 +337,7 @@ def _weakest(by_category: Mapping[str, Any]) -> str:
 
 
 def _severities(m: Mapping[str, Any]) -> list[str]:
-    errors = m["counts"].get("errors_by_severity") or {}
+    errors = m.get("errors_by_severity") or {}
     rows = [
         (t, str(s["n"]), str(s["passed"]), str(s["failed"]), _pct(s["pass_rate"]))
         if (s := m["by_severity"].get(t))

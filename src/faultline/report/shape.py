@@ -158,9 +158,6 @@ class _Counts(msgspec.Struct):
     failed: int
     errors: int
     categories: list[str]
-    # Additions: reports written before them have neither.
-    errors_by_category: dict[str, int] = {}
-    errors_by_severity: dict[str, int] = {}
 
 
 class _RiskSummary(msgspec.Struct):
@@ -285,6 +282,9 @@ class _Metrics(msgspec.Struct):
     by_expect: dict[str, _Expect] = {}
     by_transform: dict[str, _Transform] | None = None
     failure_mode_expected: dict[str, int] | None = None
+    # Additions: reports written before them have neither.
+    errors_by_category: dict[str, int] | None = None
+    errors_by_severity: dict[str, int] | None = None
 
 
 class _Cluster(msgspec.Struct):
