@@ -404,6 +404,7 @@ def test_a_run_where_no_case_was_answered_exits_3_without_any_gate(
 
 EXITING_FUNCTIONS = """
 import argparse
+import asyncio
 import sys
 
 def exits(messages, *, probe_id):
@@ -430,6 +431,30 @@ async def interrupted_async(messages, *, probe_id):
     if probe_id == "p001":
         return "I can't help with that."
     raise KeyboardInterrupt
+
+def cancelled(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise asyncio.CancelledError("upstream future cancelled")
+
+async def cancelled_async(messages, *, probe_id):
+    await asyncio.sleep(0.01)
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise asyncio.CancelledError()
+
+class MyBase(BaseException):
+    pass
+
+def own_base(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise MyBase("custom base")
+
+async def generator_exit_async(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise GeneratorExit("weird")
 """
 
 
@@ -441,16 +466,27 @@ async def interrupted_async(messages, *, probe_id):
         ("parser_fails", "SystemExit: 2 (the function exited instead of returning)"),
         ("interrupted", "KeyboardInterrupt"),
         ("interrupted_async", "KeyboardInterrupt"),
+        # A CancelledError ended the worker: its cases vanished from the report, exit 0.
+        (
+            "cancelled",
+            "CancelledError: upstream future cancelled (raised by the function, not by faultline)",
+        ),
+        ("cancelled_async", "CancelledError (raised by the function, not by faultline)"),
+        # Any other BaseException: an exception-group traceback, exit 1, no report.
+        ("own_base", "MyBase: custom base"),
+        ("generator_exit_async", "GeneratorExit: weird"),
     ],
 )
+@pytest.mark.parametrize("concurrency", ["1", "8"])
 def test_a_python_function_that_exits_or_raises_keyboard_interrupt_makes_error_cases(
-    tmp_path: Path, run_cli: RunCli, function: str, message: str
+    tmp_path: Path, run_cli: RunCli, function: str, message: str, concurrency: str
 ) -> None:
     (tmp_path / "exiting_model.py").write_text(EXITING_FUNCTIONS, encoding="utf-8")
     _probes(tmp_path / "probes.jsonl", 4)
     result = run_cli(
-        "run", "-p", "probes.jsonl", "-t", f"python:exiting_model:{function}", "-o", "out"
-    )
+        "run", "-p", "probes.jsonl", "-t", f"python:exiting_model:{function}", "-o", "out",
+        "--retries", "0", "--concurrency", concurrency,
+    )  # fmt: skip
     _no_traceback(result)
     assert result.code == 0, result.stdout + result.stderr
     report = _report(tmp_path / "out")
