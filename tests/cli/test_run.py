@@ -499,6 +499,41 @@ def test_a_python_function_that_exits_or_raises_keyboard_interrupt_makes_error_c
 # -- 5. usage errors ---------------------------------------------------------------------
 
 
+IMPORT_TIME_FAILURES = {
+    "exits_at_import": ("import sys\nsys.exit(0)\n", "SystemExit: 0"),
+    "parses_at_import": (
+        "import argparse\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--model')\n"
+        "args = parser.parse_args()\n"
+        "def generate(messages):\n"
+        "    return 'ok'\n",
+        "SystemExit: 2",
+    ),
+    "own_base_at_import": (
+        "class Stop(BaseException):\n    pass\nraise Stop('no GPU')\n",
+        "Stop: no GPU",
+    ),
+}
+
+
+@pytest.mark.parametrize("module", sorted(IMPORT_TIME_FAILURES))
+def test_a_python_target_module_that_exits_while_imported_is_a_usage_error(
+    tmp_path: Path, run_cli: RunCli, module: str
+) -> None:
+    # sys.exit(0) at import made faultline exit 0 having run nothing (a CI job "passed"); an
+    # argparse parser at import read faultline's argv and exited 2 with its own usage.
+    source, said = IMPORT_TIME_FAILURES[module]
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
+    _probes(tmp_path / "probes.jsonl", 2)
+    result = run_cli("run", "-p", "probes.jsonl", "-t", f"python:{module}:generate", "-o", "out")
+    assert result.code == 2, result.stdout + result.stderr
+    _no_traceback(result)
+    assert f"faultline: error: python target: cannot import module '{module}'" in result.stderr
+    assert said in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_unknown_provider_exits_2(tmp_path: Path, run_cli: RunCli, small_files: Any) -> None:
     result = run_cli("run", "-p", "probes.jsonl", "-t", "nosuch:model", "-o", "out")
     assert result.code == 2, result.stdout + result.stderr

@@ -63,10 +63,10 @@ def import_callable(ref: str) -> Callable[..., Any]:
         sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module: any import-time failure is theirs to see
-        raise UsageError(
-            f"python target: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+    except KeyboardInterrupt:
+        raise  # Ctrl-C while the module loads: the command is interrupted
+    except BaseException as exc:  # the user's module: any import-time failure is theirs to see
+        raise UsageError(_import_failed(module_name, exc)) from exc
     obj: Any = module
     for part in attr.split("."):
         obj = getattr(obj, part, None)
@@ -75,6 +75,24 @@ def import_callable(ref: str) -> Callable[..., Any]:
             f"python target: {module_name}.{attr} is not a callable in {module_name!r}"
         )
     return obj  # type: ignore[no-any-return]
+
+
+def _import_failed(module_name: str, exc: BaseException) -> str:
+    """Why the module could not be imported, and what a target module is expected to do.
+
+    ``SystemExit`` (``sys.exit()``, an ``argparse`` parser run at import that rejects
+    faultline's own command line) would otherwise end faultline with that code, exit 0 with
+    nothing run among them.
+    """
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, SystemExit):
+        return (
+            f"python target: cannot import module {module_name!r}: it raised {said} while "
+            "being imported (sys.exit(), or a command-line parser that read faultline's "
+            "arguments); expected a module that only defines the function at import: put "
+            'that code under `if __name__ == "__main__":`'
+        )
+    return f"python target: cannot import module {module_name!r}: {said}"
 
 
 class PythonTarget:
