@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faultline.scoring import Matcher, load_rule_pack
-from faultline.scoring.matcher import SENTENCE_START
+from faultline.scoring.matcher import SENTENCE_START, SET_PATTERNS
+from tests.conftest import ROOT
 
 PACK = load_rule_pack("default")
 MATCHER = Matcher(PACK)
@@ -128,3 +129,9 @@ def test_a_case_sensitive_sentence_rule_still_matches_its_own_pattern_in_its_cas
     path = tmp_path / "cs.yaml"
     path.write_text(CASE_SENSITIVE_SENTENCE_PACK, encoding="utf-8")
     assert Matcher(load_rule_pack(path)).match(text) == []
+
+
+def test_the_docs_give_the_set_size_the_matcher_uses() -> None:
+    # docs/scoring.md said 16 after SET_PATTERNS became 48.
+    docs = (ROOT / "docs" / "scoring.md").read_text(encoding="utf-8")
+    assert f"`re2.Set`s of at most {SET_PATTERNS} patterns each" in docs
