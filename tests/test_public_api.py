@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from typing import Any
+
+import pytest
 
 import faultline
 
@@ -67,3 +70,24 @@ def test_importing_the_cli_does_not_load_the_numeric_stack() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("probes", "responses", "words"),
+    [
+        ("probes.yaml", [], "probes must be a ProbeSet or Probe objects"),
+        ([{"id": "p1"}], [], "probes[0] is a dict"),
+        ("demo", [{"probe_id": "p", "response": "r"}], "responses[0] is a dict"),
+        ("demo", "answers.jsonl", "responses must be Response objects"),
+    ],
+)
+def test_score_given_a_path_or_dicts_says_what_it_expects(
+    probes: Any, responses: Any, words: str
+) -> None:
+    # It was a bare AttributeError: 'str' object has no attribute 'id'.
+    if probes == "demo":
+        probes = faultline.load_probes("demo")
+    with pytest.raises(TypeError) as caught:
+        faultline.score(probes, responses)
+    assert words in str(caught.value)
+    assert "load_probes" in str(caught.value) or "load_responses" in str(caught.value)
