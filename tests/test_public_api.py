@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from typing import Any
+
+import pytest
 
 import faultline
 
@@ -80,3 +83,24 @@ def test_every_error_faultline_raises_is_importable_from_faultline() -> None:
             if inspect.isclass(value) and issubclass(value, faultline.FaultlineError):
                 assert name in faultline.__all__, f"{info.name}.{name}"
                 assert getattr(faultline, name) is value
+
+
+@pytest.mark.parametrize(
+    ("probes", "responses", "words"),
+    [
+        ("probes.yaml", [], "probes must be a ProbeSet or Probe objects"),
+        ([{"id": "p1"}], [], "probes[0] is a dict"),
+        ("demo", [{"probe_id": "p", "response": "r"}], "responses[0] is a dict"),
+        ("demo", "answers.jsonl", "responses must be Response objects"),
+    ],
+)
+def test_score_given_a_path_or_dicts_says_what_it_expects(
+    probes: Any, responses: Any, words: str
+) -> None:
+    # It was a bare AttributeError: 'str' object has no attribute 'id'.
+    if probes == "demo":
+        probes = faultline.load_probes("demo")
+    with pytest.raises(TypeError) as caught:
+        faultline.score(probes, responses)
+    assert words in str(caught.value)
+    assert "load_probes" in str(caught.value) or "load_responses" in str(caught.value)

@@ -404,6 +404,7 @@ def test_a_run_where_no_case_was_answered_exits_3_without_any_gate(
 
 EXITING_FUNCTIONS = """
 import argparse
+import asyncio
 import sys
 
 def exits(messages, *, probe_id):
@@ -430,6 +431,30 @@ async def interrupted_async(messages, *, probe_id):
     if probe_id == "p001":
         return "I can't help with that."
     raise KeyboardInterrupt
+
+def cancelled(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise asyncio.CancelledError("upstream future cancelled")
+
+async def cancelled_async(messages, *, probe_id):
+    await asyncio.sleep(0.01)
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise asyncio.CancelledError()
+
+class MyBase(BaseException):
+    pass
+
+def own_base(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise MyBase("custom base")
+
+async def generator_exit_async(messages, *, probe_id):
+    if probe_id == "p001":
+        return "I can't help with that."
+    raise GeneratorExit("weird")
 """
 
 
@@ -441,16 +466,27 @@ async def interrupted_async(messages, *, probe_id):
         ("parser_fails", "SystemExit: 2 (the function exited instead of returning)"),
         ("interrupted", "KeyboardInterrupt"),
         ("interrupted_async", "KeyboardInterrupt"),
+        # A CancelledError ended the worker: its cases vanished from the report, exit 0.
+        (
+            "cancelled",
+            "CancelledError: upstream future cancelled (raised by the function, not by faultline)",
+        ),
+        ("cancelled_async", "CancelledError (raised by the function, not by faultline)"),
+        # Any other BaseException: an exception-group traceback, exit 1, no report.
+        ("own_base", "MyBase: custom base"),
+        ("generator_exit_async", "GeneratorExit: weird"),
     ],
 )
+@pytest.mark.parametrize("concurrency", ["1", "8"])
 def test_a_python_function_that_exits_or_raises_keyboard_interrupt_makes_error_cases(
-    tmp_path: Path, run_cli: RunCli, function: str, message: str
+    tmp_path: Path, run_cli: RunCli, function: str, message: str, concurrency: str
 ) -> None:
     (tmp_path / "exiting_model.py").write_text(EXITING_FUNCTIONS, encoding="utf-8")
     _probes(tmp_path / "probes.jsonl", 4)
     result = run_cli(
-        "run", "-p", "probes.jsonl", "-t", f"python:exiting_model:{function}", "-o", "out"
-    )
+        "run", "-p", "probes.jsonl", "-t", f"python:exiting_model:{function}", "-o", "out",
+        "--retries", "0", "--concurrency", concurrency,
+    )  # fmt: skip
     _no_traceback(result)
     assert result.code == 0, result.stdout + result.stderr
     report = _report(tmp_path / "out")
@@ -461,6 +497,41 @@ def test_a_python_function_that_exits_or_raises_keyboard_interrupt_makes_error_c
 
 
 # -- 5. usage errors ---------------------------------------------------------------------
+
+
+IMPORT_TIME_FAILURES = {
+    "exits_at_import": ("import sys\nsys.exit(0)\n", "SystemExit: 0"),
+    "parses_at_import": (
+        "import argparse\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--model')\n"
+        "args = parser.parse_args()\n"
+        "def generate(messages):\n"
+        "    return 'ok'\n",
+        "SystemExit: 2",
+    ),
+    "own_base_at_import": (
+        "class Stop(BaseException):\n    pass\nraise Stop('no GPU')\n",
+        "Stop: no GPU",
+    ),
+}
+
+
+@pytest.mark.parametrize("module", sorted(IMPORT_TIME_FAILURES))
+def test_a_python_target_module_that_exits_while_imported_is_a_usage_error(
+    tmp_path: Path, run_cli: RunCli, module: str
+) -> None:
+    # sys.exit(0) at import made faultline exit 0 having run nothing (a CI job "passed"); an
+    # argparse parser at import read faultline's argv and exited 2 with its own usage.
+    source, said = IMPORT_TIME_FAILURES[module]
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
+    _probes(tmp_path / "probes.jsonl", 2)
+    result = run_cli("run", "-p", "probes.jsonl", "-t", f"python:{module}:generate", "-o", "out")
+    assert result.code == 2, result.stdout + result.stderr
+    _no_traceback(result)
+    assert f"faultline: error: python target: cannot import module '{module}'" in result.stderr
+    assert said in result.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_unknown_provider_exits_2(tmp_path: Path, run_cli: RunCli, small_files: Any) -> None:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from faultline.runner import ProbeRun, RunnerConfig, run_probes
+from faultline.runner import ProbeRun, RecordingError, RunnerConfig, run_probes
 from faultline.runner.journal import Entry, Journal
-from faultline.targets import GenerationParams
+from faultline.targets import Completion, GenerationParams, Request
 from tests.runner.support import cases, default_rules, journal_rows, write_probes
 
 _names = itertools.count()
@@ -164,3 +166,88 @@ def test_a_return_value_of_the_wrong_type_is_an_error_at_once_not_retried(
     assert (error["kind"], error["attempts"]) == ("malformed", 1)
     assert "returned None" in error["message"]
     assert probe_run.execution["retries"] == 0
+
+
+# -- every planned case is recorded -------------------------------------------------------
+
+
+class _CancellingTarget:
+    """A target object of the user's own that misbehaves with cancellation on probe p2.
+
+    ``how`` is ``"raise"``: it raises ``CancelledError`` (a future it awaited was cancelled);
+    ``"self"``: it cancels the very task that calls it, which faultline cannot tell from a
+    cancellation of its own.
+    """
+
+    provider = "python"
+    model = "cancelling"
+    spec = "python:cancelling"
+    secrets: tuple[str, ...] = ()
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": self.spec, "provider": self.provider, "model": self.model}
+
+    async def complete(self, request: Request) -> Completion:
+        await asyncio.sleep(0)
+        if request.probe_id == "p2":
+            if self.how == "raise":
+                raise asyncio.CancelledError("the client's future was cancelled")
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+            await asyncio.sleep(0)
+        return Completion(text="I can't help with that. It could cause real harm.")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_cancelled_error_raised_by_a_target_object_is_that_cases_error(
+    tmp_path: Path, concurrency: int
+) -> None:
+    # It ended the worker: the case and every one the worker had still to send vanished,
+    # and the report read full coverage.
+    probe_run = run_probes(
+        write_probes(tmp_path, 6),
+        _CancellingTarget("raise"),
+        tmp_path / "out",
+        rules=default_rules(),
+        runner=RunnerConfig(concurrency=concurrency, retries=0, seed=0),
+    )
+    assert probe_run.execution["recorded"] == 6
+    found = cases(tmp_path / "out")
+    assert sorted(found) == [f"p{i}#0" for i in range(6)]
+    assert found["p2#0"]["status"] == "error"
+    assert found["p2#0"]["error"]["kind"] == "exception"
+    assert found["p2#0"]["error"]["message"] == (
+        "CancelledError: the client's future was cancelled (raised by the target)"
+    )
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_run_that_loses_a_case_fails_loudly_and_writes_no_report(
+    tmp_path: Path, concurrency: int
+) -> None:
+    # The invariant: every planned case is recorded, or the run fails (exit 3), whatever
+    # made a worker stop early; here a target that cancels its caller's task.
+    with pytest.raises(RecordingError) as caught:
+        run_probes(
+            write_probes(tmp_path, 6),
+            _CancellingTarget("self"),
+            tmp_path / "out",
+            rules=default_rules(),
+            runner=RunnerConfig(concurrency=concurrency, retries=0, seed=0),
+        )
+    assert caught.value.exit_code == 3
+    message = str(caught.value)
+    assert "the run planned 6 cases but" in message
+    assert "p2#0" in message
+    assert "--resume" in message
+    assert not (tmp_path / "out" / "report.json").exists()
+    assert not (tmp_path / "out" / "responses.jsonl").exists()
+    recorded = {r["probe_id"] for r in journal_rows(tmp_path / "out")}
+    assert "p2" not in recorded

@@ -380,6 +380,41 @@ BAD = [
         "patterns[0]",
         ["'\\b'", "can match empty text next to a character"],
     ),
+    # A pattern that can match whitespace alone fired on every multi-line answer and quoted
+    # nothing: evidence '' and an explanation with an empty quotation.
+    (
+        "matches only whitespace",
+        "I {{cant}} help",
+        "\\\\n\\\\s*",
+        15,
+        "patterns[0]",
+        ["'\\n\\s*'", "can match only whitespace", "quote nothing"],
+    ),
+    (
+        "matches whitespace as one alternative",
+        "I {{cant}} help",
+        "(?:step \\\\d+|\\\\n{3})",
+        15,
+        "patterns[0]",
+        ["can match only whitespace"],
+    ),
+    # RE2's \b and \w are ASCII-only: the rule loaded and never matched a Cyrillic word.
+    (
+        "\\b beside a non-ASCII letter",
+        "I {{cant}} help",
+        "\\\\bпароль\\\\b",
+        15,
+        "patterns[0]",
+        ["'\\bпароль\\b'", "puts \\b next to a non-ASCII letter", "only ASCII"],
+    ),
+    (
+        "\\w beside a non-ASCII letter",
+        "I {{cant}} help",
+        "caf\\\\w\\\\wé",
+        15,
+        "patterns[0]",
+        ["puts \\w next to a non-ASCII letter"],
+    ),
     (
         "backreference shown as written",
         "I {{cant}} help",
@@ -563,7 +598,10 @@ def test_a_pattern_that_can_match_empty_text_within_a_response_is_refused(
     assert f"'{pattern}' can match empty text" in str(err)
 
 
-@pytest.mark.parametrize("pattern", [r"\bfoo\b", r"\b\B", r"[^a]+", r"^foo", r"foo$", r"\Bing\b"])
+# [^a]+ was here: it can match whitespace alone ("a\na"), quoting nothing; now refused.
+@pytest.mark.parametrize(
+    "pattern", [r"\bfoo\b", r"\b\B", r"[^a\s]+", r"\S+", r"^foo", r"foo$", r"\Bing\b"]
+)
 def test_a_pattern_whose_matches_are_never_empty_loads(tmp_path: Path, pattern: str) -> None:
     text = MINIMAL.replace('patterns: ["I can\'t"]', f"patterns: ['{pattern}']")
     assert load_rule_pack(_write(tmp_path / "p.yaml", text)).rules[0].patterns == (pattern,)

@@ -286,7 +286,13 @@ def test_any_other_return_value_is_malformed(
 
 RAISED = [
     # raised, kind, retryable, message
-    ("TimeoutError('slow backend')", "timeout", True, "no answer within"),
+    # The function's own TimeoutError is not faultline's --timeout: it was "no answer within 120 s".
+    (
+        "TimeoutError('slow backend')",
+        "timeout",
+        True,
+        "TimeoutError: slow backend (raised by the function, not faultline's --timeout)",
+    ),
     ("ConnectionError('backend down')", "connection", True, "ConnectionError: backend down"),
     ("ConnectionRefusedError('refused')", "connection", True, "ConnectionRefusedError: refused"),
     ("ValueError('bad input')", "exception", False, "ValueError: bad input"),
@@ -325,6 +331,48 @@ def test_a_call_error_raised_by_the_function_passes_through(
         429,
         3.0,
     )
+
+
+def test_an_async_timeout_inside_the_function_is_not_reported_as_faultlines_timeout(
+    write_module: Write,
+) -> None:
+    source = """
+        import asyncio
+
+        async def generate(messages):
+            async with asyncio.timeout(0.01):
+                await asyncio.sleep(60)
+    """
+    error = failure(target(write_module, source))
+    assert (error.kind, error.retryable) == ("timeout", True)
+    assert error.message == "TimeoutError (raised by the function, not faultline's --timeout)"
+    assert "120" not in error.message
+
+
+@pytest.mark.parametrize("fn", ["generate", "wrapped"])
+def test_a_sync_function_returning_a_coroutine_has_it_awaited(write_module: Write, fn: str) -> None:
+    # It was "returned coroutine" (malformed), and a "never awaited" warning.
+    source = """
+        import asyncio
+        import functools
+
+        async def real(messages):
+            await asyncio.sleep(0)
+            return 'pong: ' + messages[-1]['content']
+
+        def generate(messages):
+            return real(messages)
+
+        def decorate(f):
+            @functools.wraps(f)
+            def sync(*args, **kwargs):
+                return f(*args, **kwargs)
+            return sync
+
+        wrapped = decorate(real)
+    """
+    t = target(write_module, source, fn)
+    assert answer(t, request("ping")) == Completion(text="pong: ping")
 
 
 def test_an_async_function_slower_than_the_timeout_is_a_timeout(write_module: Write) -> None:

@@ -226,7 +226,7 @@ def run_probes(
             sittings = journal.sittings
         finally:
             journal.close()
-        chosen = [entries[key] for r in requests if (key := (r.probe_id, r.sample)) in entries]
+        chosen = _all_recorded(requests, entries, out)
         responses = out / RESPONSES_NAME
         try:
             _export(chosen, responses, described.get("model"))
@@ -265,6 +265,32 @@ def run_probes(
             written=[responses, *scored.written],
             resumed=len(requests) - len(pending),
         )
+
+
+def _all_recorded(
+    requests: Sequence[Request], entries: Mapping[tuple[str, int], Entry], out: Path
+) -> list[Entry]:
+    """Every case of the run, in request order, each recorded as an answer or an error.
+
+    An invariant: every request ends up in the journal. A case lost on the way (a worker that
+    stopped early) would otherwise leave a report that leaves it out and still reads full
+    coverage; the run fails instead, before any report is written.
+
+    Raises:
+        RecordingError: A case is not recorded (exit code 3).
+    """
+    missing = [
+        f"{r.probe_id}#{r.sample}" for r in requests if (r.probe_id, r.sample) not in entries
+    ]
+    if not missing:
+        return [entries[(r.probe_id, r.sample)] for r in requests]
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5:,} more" if len(missing) > 5 else "")
+    raise RecordingError(
+        f"the run planned {len(requests):,} cases but {len(missing):,} were never recorded "
+        f"({shown}): no report was written, as it would leave them out. This is a bug in "
+        f"faultline (please report it); the {len(requests) - len(missing):,} cases recorded in "
+        f"{out / JOURNAL_NAME} are kept, and the same command with --resume sends the missing ones"
+    )
 
 
 def _unwritten(where: Path | str, exc: OSError, recorded: int, out: Path) -> RecordingError:

@@ -210,17 +210,27 @@ class _Engine:
                         )
                     return None, error, attempts
             except Exception as exc:  # the per-case boundary: a target's bug is this case's error
-                message = redact(f"{type(exc).__name__}: {exc}", self.target.secrets)
-                return (
-                    None,
-                    {"kind": "exception", "message": message, "attempts": attempts},
-                    attempts,
-                )
+                return None, self.exception(exc, attempts), attempts
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
+                raise  # the run is interrupted, exits, or this coroutine is being closed
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    raise  # faultline stops the run (Ctrl-C, SIGTERM, a fatal failure)
+                # The target's own (a future it awaited was cancelled): ending this worker
+                # would silently drop this case and every one it had still to send.
+                return None, self.exception(exc, attempts, " (raised by the target)"), attempts
+            except BaseException as exc:  # a class of the target's own: still this case's error
+                return None, self.exception(exc, attempts), attempts
             self.progress.retries += 1
             log.debug(
                 "retry %d of %s#%d in %.2fs", attempts, request.probe_id, request.sample, wait
             )
             await asyncio.sleep(wait)
+
+    def exception(self, exc: BaseException, attempts: int, note: str = "") -> dict[str, Any]:
+        """The error case for an exception the target raised."""
+        message = redact(f"{type(exc).__name__}: {exc}{note}", self.target.secrets)
+        return {"kind": "exception", "message": message, "attempts": attempts}
 
     async def send(self, request: Request) -> Completion:
         await self.backoff.wait_if_paused()
@@ -255,6 +265,12 @@ class _Engine:
         return failure.retryable and (
             failure.retry_after is not None and failure.retry_after > self.config.max_retry_after
         )
+
+
+def _being_cancelled() -> bool:
+    """Whether the running task is being cancelled (by faultline: the run is stopping)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _entry(

@@ -9,6 +9,7 @@ or to your own YAML pack; ``faultline rules test`` runs the examples.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from os import PathLike
 
 from faultline.probes.model import Probe
 from faultline.probes.probeset import ProbeSet
@@ -69,16 +70,53 @@ def score(
     Raises:
         ResponseError: A response names a probe that is not in ``probes``, or two responses
             share a probe, sample and model.
+        TypeError: ``probes`` or ``responses`` is a path or holds plain dicts: load them with
+            :func:`~faultline.load_probes` and :func:`~faultline.load_responses`.
     """
-    probe_set = probes if isinstance(probes, ProbeSet) else ProbeSet("probes", tuple(probes))
+    probe_set = probes if isinstance(probes, ProbeSet) else ProbeSet("probes", _probes(probes))
     pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
-    answered = list(responses)
+    answered = _responses(responses)
     check_known(answered, probe_set.by_id, set_name=probe_set.name)
     checker = ResponseChecker()
     checker.check_unique(answered)
     qualify = len(checker.models) > 1
     cases = Scorer(pack, config).score_batch(probe_set.by_id, answered, qualify_model=qualify)
     return order_cases(cases, probe_set)
+
+
+def _probes(probes: object) -> tuple[Probe, ...]:
+    """``probes`` as a tuple of :class:`Probe`, or a TypeError saying what was expected."""
+    expected = "a ProbeSet or Probe objects; load a file or built-in set with faultline.load_probes"
+    if isinstance(probes, str | bytes | PathLike) or not isinstance(probes, Iterable):
+        raise TypeError(f"faultline.score: probes must be {expected}(path); got {_shown(probes)}")
+    items = tuple(probes)
+    for i, item in enumerate(items):
+        if not isinstance(item, Probe):
+            raise TypeError(f"faultline.score: probes[{i}] is {_shown(item)}; expected {expected}")
+    return items
+
+
+def _responses(responses: object) -> list[Response]:
+    """``responses`` as a list of :class:`Response`, or a TypeError saying what was expected."""
+    expected = "Response objects; read a responses file with faultline.load_responses"
+    if isinstance(responses, str | bytes | PathLike) or not isinstance(responses, Iterable):
+        raise TypeError(
+            f"faultline.score: responses must be {expected}(path); got {_shown(responses)}"
+        )
+    items = list(responses)
+    for i, item in enumerate(items):
+        if not isinstance(item, Response):
+            raise TypeError(
+                f"faultline.score: responses[{i}] is {_shown(item)}; expected {expected}, "
+                "or build faultline.Response(probe_id=..., response=...)"
+            )
+    return items
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str | PathLike):
+        return f"the path {str(value)!r}"
+    return f"a {type(value).__name__}"
 
 
 def order_cases(cases: Iterable[CaseScore], probe_set: ProbeSet) -> list[CaseScore]:

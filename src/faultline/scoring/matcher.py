@@ -73,6 +73,8 @@ SENTENCE_START = (
 """The prefix that anchors a ``sentence``-scope rule."""
 
 _PREFIX = re.compile(SENTENCE_START, re.IGNORECASE)  # ours, simple: safe for Python's engine
+_SENTENCE_ANY_CASE = {False: SENTENCE_START, True: f"(?i:{SENTENCE_START})"}
+"""The prefix for a rule that is case-insensitive already, and for a case-sensitive one."""
 _QUOTED = re.compile(r'"[^"\n]{1,2000}"|\u201c[^\u201d\n]{1,2000}\u201d')
 """A quotation on one line, in straight or curly double quotation marks."""
 _MAX_MEM = 256 << 20  # RE2's memory budget for a regex's or a set's DFA cache
@@ -185,7 +187,9 @@ class Matcher:
         groups: tuple[list[int], list[int]] = ([], [])  # patterns anchored at \A; the others
         for index, rule in enumerate(pack.rules):
             flags = "" if rule.case_sensitive else "(?i)"
-            prefix = SENTENCE_START if rule.scope == "sentence" else ""
+            # The prefix is ours, not the rule's: any case ("That said, I ..."), whatever the
+            # rule's own patterns are, as the prefix's length is measured (_PREFIX).
+            prefix = "" if rule.scope != "sentence" else _SENTENCE_ANY_CASE[rule.case_sensitive]
             for pattern in rule.patterns:
                 full = f"{flags}{prefix}(?:{pattern})"
                 groups[0 if pattern.startswith("\\A") and not prefix else 1].append(len(fulls))

@@ -524,11 +524,28 @@ class _PackReader:
                     pline,
                     f"patterns[{i}]",
                 )
+            if (ascii_only := _ascii_class_by_letter(expanded)) is not None:
+                raise self.error(
+                    f"'{_cut(pattern)}' puts {ascii_only} next to a non-ASCII letter, but RE2's "
+                    "\\b and \\w know only ASCII letters, digits and _, so it never matches as "
+                    "meant (\\bпароль\\b matches no Cyrillic word); expected the letters "
+                    "alone, or \\pL (any letter) in place of \\w",
+                    pline,
+                    f"patterns[{i}]",
+                )
             if self.check_zero_width and matches_zero_width(expanded):
                 raise self.error(
                     f"'{_cut(pattern)}' can match empty text next to a character (a zero-width "
                     "match, as \\b gives between a letter and a space), so it would fire on "
                     "nearly every response and quote nothing",
+                    pline,
+                    f"patterns[{i}]",
+                )
+            if compiled.search(_WHITESPACE) is not None:
+                raise self.error(
+                    f"'{_cut(pattern)}' can match only whitespace (a line break, spaces), so "
+                    "its evidence would quote nothing; expected a pattern that matches at "
+                    "least one character that is not whitespace",
                     pline,
                     f"patterns[{i}]",
                 )
@@ -546,6 +563,27 @@ class _PackReader:
                 field_name or key,
             )
         return tuple(value)
+
+
+_ASCII_CLASS = re.compile(r"(?<!\\)(?:\\\\)*(\\[bBwW])")
+"""RE2's ASCII-only \\b, \\B, \\w, \\W (an escaped backslash before them does not count)."""
+
+
+def _ascii_class_by_letter(pattern: str) -> str | None:
+    r"""The first ``\b`` / ``\w`` (or ``\B``, ``\W``) of ``pattern`` beside a non-ASCII letter."""
+    for found in _ASCII_CLASS.finditer(pattern):
+        start, end = found.span(1)
+        around = pattern[start - 1 : start] + pattern[end : end + 1]
+        if any(not c.isascii() and c.isalpha() for c in around):
+            return found.group(1)
+    return None
+
+
+_SPACES = " \t\n\r\f"  # what RE2's \s matches: \S+ and [^a\s]+ quote words, and load
+_WHITESPACE = (
+    "".join(c * 40 for c in _SPACES) + "".join(a + b for a in _SPACES for b in _SPACES) * 4
+)
+"""Text of whitespace alone, in runs and mixed: a pattern that matches in it quotes nothing."""
 
 
 # A zero-width match depends only on the characters either side of it: the start or end of

@@ -14,9 +14,13 @@ a thread, so the timeout measures the call, and a call that timed out is left to
 its thread (a daemon: the process does not wait for it at exit). Async ones are awaited. A function
 signals a failure worth retrying by raising ``TimeoutError``, ``ConnectionError`` or
 :class:`CallError`; any other exception makes the case an ``error`` with its message, and so
-do ``SystemExit`` (``sys.exit``, a command-line parser that gives up) and ``KeyboardInterrupt``
-raised by the function: the function failed, not the run. A return value of the wrong type
-is an error that is not retried, as calling again returns the same type.
+does any ``BaseException`` the function raises: ``SystemExit`` (``sys.exit``, a command-line
+parser that gives up), ``KeyboardInterrupt``, ``asyncio.CancelledError`` (a future another
+task cancelled) and the rest. The function failed, not the run. (A Ctrl-C or SIGTERM does
+not come this way: faultline cancels the run's task, and that cancellation is not caught.)
+A sync function that returns an awaitable (a wrapper around an ``async`` function) has it
+awaited. A return value of the wrong type is an error that is not retried, as calling again
+returns the same type.
 """
 
 from __future__ import annotations
@@ -59,10 +63,10 @@ def import_callable(ref: str) -> Callable[..., Any]:
         sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module: any import-time failure is theirs to see
-        raise UsageError(
-            f"python target: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+    except KeyboardInterrupt:
+        raise  # Ctrl-C while the module loads: the command is interrupted
+    except BaseException as exc:  # the user's module: any import-time failure is theirs to see
+        raise UsageError(_import_failed(module_name, exc)) from exc
     obj: Any = module
     for part in attr.split("."):
         obj = getattr(obj, part, None)
@@ -71,6 +75,24 @@ def import_callable(ref: str) -> Callable[..., Any]:
             f"python target: {module_name}.{attr} is not a callable in {module_name!r}"
         )
     return obj  # type: ignore[no-any-return]
+
+
+def _import_failed(module_name: str, exc: BaseException) -> str:
+    """Why the module could not be imported, and what a target module is expected to do.
+
+    ``SystemExit`` (``sys.exit()``, an ``argparse`` parser run at import that rejects
+    faultline's own command line) would otherwise end faultline with that code, exit 0 with
+    nothing run among them.
+    """
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, SystemExit):
+        return (
+            f"python target: cannot import module {module_name!r}: it raised {said} while "
+            "being imported (sys.exit(), or a command-line parser that read faultline's "
+            "arguments); expected a module that only defines the function at import: put "
+            'that code under `if __name__ == "__main__":`'
+        )
+    return f"python target: cannot import module {module_name!r}: {said}"
 
 
 class PythonTarget:
@@ -124,9 +146,8 @@ class PythonTarget:
                 result = await asyncio.wait_for(_exits_caught(call), self.params.timeout)
         except CallError:
             raise
-        except TimeoutError as exc:
-            said = well_formed(f": {exc}") if str(exc) else ""
-            raise CallError("timeout", f"no answer within {self.params.timeout:g} s{said}") from exc
+        except TimeoutError as exc:  # wait_for's: the function's own is a CallError already
+            raise CallError("timeout", f"no answer within {self.params.timeout:g} s") from exc
         except ConnectionError as exc:
             raise CallError("connection", well_formed(f"{type(exc).__name__}: {exc}")) from exc
         except Exception as exc:  # the per-case boundary: the user's code failed for this case
@@ -140,16 +161,42 @@ class PythonTarget:
 
 
 async def _exits_caught(call: Awaitable[Any]) -> Any:
-    """Await ``call``, its ``SystemExit`` or ``KeyboardInterrupt`` made a :class:`CallError`.
+    """Await ``call`` (and the awaitable it returns, if any), its failures made :class:`CallError`.
 
-    Raised by the function, they are its failure, not a request to end the run. They must be
-    caught here, inside the task that awaits the call: a task re-raises them out of the event
-    loop, which would end the run with a traceback and no report. (A real Ctrl-C or SIGTERM
-    does not come this way: the run's task is cancelled.)
+    A ``TimeoutError`` raised by the function is its own (an upstream timeout), not faultline's
+    ``--timeout``: it is retried, and its message says the function raised it.
+
+    Any ``BaseException`` the function raises is its failure, not a request to end the run:
+    ``SystemExit``, ``KeyboardInterrupt``, ``asyncio.CancelledError``, ``GeneratorExit``, a
+    class of its own. They must be caught here, inside the task that awaits the call: a task
+    re-raises ``SystemExit`` and ``KeyboardInterrupt`` out of the event loop (a traceback and
+    no report), a ``CancelledError`` ends the worker silently, and any other one ends the run
+    with an exception group. A ``CancelledError`` is faultline's own only when this task is
+    being cancelled (Ctrl-C, SIGTERM, a fatal failure, the timeout): that one goes on.
     """
     try:
-        return await call
-    except (SystemExit, KeyboardInterrupt) as exc:
+        result = await call
+        if inspect.isawaitable(result):  # a sync wrapper around an async function
+            result = await result
+        return result
+    except CallError:
+        raise
+    except TimeoutError as exc:
+        said = well_formed(f": {exc}") if str(exc) else ""
+        raise CallError(
+            "timeout", f"TimeoutError{said} (raised by the function, not faultline's --timeout)"
+        ) from exc
+    except Exception:
+        raise  # the per-case boundary in PythonTarget.complete words these
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # faultline is cancelling the call: the run stops, or the call timed out
+        said = well_formed(f": {exc}") if str(exc) else ""
+        raise CallError(
+            "exception", f"CancelledError{said} (raised by the function, not by faultline)"
+        ) from exc
+    except BaseException as exc:
         name = type(exc).__name__
         said = well_formed(f": {exc}") if str(exc) else ""
         why = " (the function exited instead of returning)" if isinstance(exc, SystemExit) else ""

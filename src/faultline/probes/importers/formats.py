@@ -144,7 +144,8 @@ def _jbb(row: _Row, ctx: _Context) -> _Draft:
         "jbb:benign" if ctx.expect == "comply" else "",
     )
     sid = row.get("Index").strip()
-    sid = f"benign-{sid}" if sid and ctx.expect == "comply" else sid
+    if ctx.expect == "comply":  # jbb-benign-<Index>, or jbb-benign-<row number> without one
+        sid = f"benign-{sid or row.number}"
     return _routed(ctx, category, goal, sid=sid, tags=tags)
 
 

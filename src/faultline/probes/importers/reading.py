@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -22,12 +23,16 @@ from faultline.probes.importers.formats import (
     _Context,
     _finish,
     _generic,
+    _known_categories,
     _Row,
 )
 from faultline.probes.importers.tables import GENERAL_CATEGORY
 from faultline.probes.model import EXPECTS, SEVERITIES, Expect, Severity
 
-__all__ = ["import_probes", "parse_map_options"]
+__all__ = ["CELL_LIMIT", "import_probes", "parse_map_options"]
+
+CELL_LIMIT = 16 * 1024 * 1024
+"""The most characters a CSV cell may hold (16 Mi; Python's csv module stops at 131,072)."""
 
 
 def parse_map_options(pairs: Iterable[str]) -> dict[str, str]:
@@ -129,6 +134,8 @@ def _context(
     if expect is None and form.name == "jbb" and "benign" in path.name.lower():
         expect = "comply"
     category = defaults.get("category", "").strip() or None
+    if category is not None:  # a known category is read in any case, as in a category column
+        category = _known_categories().get(category.lower(), category)
     return _Context(
         form.name,
         category or GENERAL_CATEGORY,
@@ -168,6 +175,12 @@ def _rows(path: Path, form: Format, mapping: Mapping[str, str]) -> Iterator[_Row
     if jsonl:
         records = list(_jsonl_records(text, path))
         _check_mapped_keys(mapping, records, path)
+        if not records:
+            raise ProbeError(
+                "holds no data rows: no JSON object, only blank lines; expected one object "
+                "per line",
+                path=path,
+            )
     else:
         records = _csv_records(text, path)
     columns: dict[str, str] | None = None
@@ -175,6 +188,10 @@ def _rows(path: Path, form: Format, mapping: Mapping[str, str]) -> Iterator[_Row
         # A CSV header is checked once; a JSONL object may leave out optional keys.
         if columns is None or jsonl:
             columns = _columns(form, mapping, found, path, line if jsonl else 1, strict=not jsonl)
+        for actual in columns.values():  # only a key that is read must hold text or a number
+            if isinstance(cell := cells.get(actual), _NotText):
+                reason = f"got {cell}, expected text or a number"
+                raise ProbeError(reason, path=path, line=line, field=actual)
         yield _Row({k: cells.get(v, "") for k, v in columns.items()}, line, number, columns, path)
 
 
@@ -238,16 +255,18 @@ def _columns(
 
 def _csv_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[str, str]]]:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    if csv.field_size_limit() < CELL_LIMIT:  # Python's default is 131,072 characters
+        csv.field_size_limit(CELL_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     header: list[str] | None = None
-    end = 0
+    header_line = rows = end = 0
     try:
         for cells in reader:
             start, end = end + 1, reader.line_num
             if not any(c.strip() for c in cells):
                 continue
             if header is None:
-                header = _header(cells, path, start)
+                header, header_line = _header(cells, path, start), start
             elif len(cells) > len(header):
                 raise ProbeError(
                     f"has {len(cells)} cells but the header has {len(header)} columns; "
@@ -256,8 +275,20 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[s
                     line=start,
                 )
             else:
+                rows += 1
                 yield start, header, dict(zip(header, cells, strict=False))
     except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            cell = _long_cell(text, end, delimiter)
+            field = header[cell] if header and cell is not None and cell < len(header) else None
+            raise ProbeError(
+                f"not valid CSV: a cell holds more than {CELL_LIMIT:,} characters, the most "
+                "faultline reads in one cell; expected a shorter cell (or a quote left open, "
+                "which runs the cell on over the lines after it)",
+                path=path,
+                line=end + 1,
+                field=field,
+            ) from None
         if "unexpected end of data" not in str(exc):
             raise ProbeError(f"not valid CSV: {exc}", path=path, line=reader.line_num) from None
         cell = _unclosed_cell(text, end, delimiter)
@@ -269,6 +300,32 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[s
             line=end + 1,
             field=field,
         ) from None
+    if not rows:
+        if header is None:
+            reason = (
+                "holds no data rows: the file is empty; expected a header, then one row per probe"
+            )
+        else:
+            reason = (
+                f"holds no data rows: only the header ({', '.join(header)}); expected one row "
+                "per probe below it"
+            )
+        raise ProbeError(reason, path=path, line=header_line or None)
+
+
+def _long_cell(text: str, lines_before: int, delimiter: str) -> int | None:
+    """The index of the first cell over :data:`CELL_LIMIT`, in the record after ``lines_before``."""
+    rest = io.StringIO(text, newline="")
+    for _ in range(lines_before):
+        rest.readline()
+    limit = csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # read it whole, this once
+    try:
+        cells = next(csv.reader(rest, delimiter=delimiter), [])
+    except csv.Error:
+        return None
+    finally:
+        csv.field_size_limit(limit)
+    return next((i for i, cell in enumerate(cells) if len(cell) > CELL_LIMIT), None)
 
 
 def _unclosed_cell(text: str, lines_before: int, delimiter: str) -> int | None:
@@ -302,13 +359,23 @@ def _header(cells: list[str], path: Path, line: int) -> list[str]:
     return header
 
 
+class _NotText(str):
+    """A JSONL value that is neither text nor a number, as described in an error message.
+
+    Only an error in a key the format reads: other keys (``"is_harmful": true``, ``"tags":
+    [...]``, ``"meta": {...}``) are ignored whatever they hold, as extra CSV columns are.
+    """
+
+    __slots__ = ()
+
+
 def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[str, str]]]:
     # A number is a cell as written: an id 1.10 must not become "1.1".
     for number, obj in jsonl_objects(text, path, ProbeError, floats_as_written=True):
         cells: dict[str, str] = {}
         for key, value in obj.items():
             if isinstance(value, bool) or not isinstance(value, str | int | float | None):
-                reason = f"got {describe_value(value)}, expected text or a number"
-                raise ProbeError(reason, path=path, line=number, field=key)
-            cells[key] = "" if value is None else str(value)
+                cells[key] = _NotText(describe_value(value))
+            else:
+                cells[key] = "" if value is None else str(value)
         yield number, list(obj), cells
