@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import http.server
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -429,9 +434,16 @@ def test_sample_numbers_too_large_to_pack_are_still_checked(tmp_path: Path) -> N
 # --------------------------------------------------------------------------- what users feed it
 
 
-def _cli(cwd: Path, *args: str, stdin: Any = subprocess.DEVNULL) -> Result:
+def _cli(
+    cwd: Path,
+    *args: str,
+    stdin: Any = subprocess.DEVNULL,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> Result:
     """:func:`faultline_cli`, wide enough that its one-line messages stay on one line."""
-    return faultline_cli(cwd, *args, env={"COLUMNS": "200"}, stdin=stdin)
+    wide = {"COLUMNS": "200", **(env or {})}
+    return faultline_cli(cwd, *args, env=wide, stdin=stdin, timeout=timeout)
 
 
 def test_responses_from_a_pipe_or_a_fifo_are_refused_not_lost(tmp_path: Path) -> None:
@@ -536,12 +548,126 @@ def test_a_bad_scheduler_address_is_bad_usage_and_a_cluster_without_workers_exit
     assert "--scheduler: got 'notanaddress', expected the address of a Dask scheduler" in bad.stderr
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) as cluster:
-        empty = _cli(tmp_path, *common, "--scheduler", cluster.scheduler_address)
+    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
+        empty = _cli(  # the wait for a worker is the scheduler's timeout (default 30 s)
+            tmp_path,
+            *common,
+            "--scheduler",
+            cluster.scheduler_address,
+            env={"FAULTLINE_SCHEDULER_TIMEOUT": "3"},
+        )
     assert empty.code == 3, empty.stderr
     assert "Traceback" not in empty.stderr
     assert f"the Dask cluster at {cluster.scheduler_address} failed" in empty.stderr
     assert not (tmp_path / "out").exists()
+
+
+@contextlib.contextmanager
+def _not_dask(reply: bytes | None) -> Iterator[str]:
+    """A TCP service on 127.0.0.1 that is not Dask; its address.
+
+    It accepts every connection and sends ``reply`` at once (then holds the connection), or
+    never says a word.
+    """
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)
+            if reply is not None:
+                with contextlib.suppress(OSError):
+                    connection.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        for connection in held:
+            connection.close()
+
+
+@contextlib.contextmanager
+def _web_server() -> Iterator[str]:
+    """http.server on 127.0.0.1, in a thread; its address as a Dask address."""
+
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+_HTTP_400 = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+@_dask
+@pytest.mark.parametrize("service", ["http.server", "http-reply"])
+def test_a_scheduler_address_where_something_else_answers_exits_3(
+    tmp_path: Path, service: str
+) -> None:
+    # A web server's reply was read as a Dask frame length of 3.07 EiB: a MemoryError and an
+    # internal error with its traceback (exit 4); or the run waited for ever.
+    probes, responses = _write_run(tmp_path, 40, [None])
+    common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
+    with _web_server() if service == "http.server" else _not_dask(_HTTP_400) as address:
+        result = _cli(
+            tmp_path,
+            *common,
+            "--scheduler",
+            address,
+            env={"FAULTLINE_SCHEDULER_TIMEOUT": "2"},
+            timeout=60,
+        )
+    assert result.code == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{address} did not answer as a Dask scheduler" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@_dask
+def test_a_scheduler_address_that_never_answers_exits_3_after_the_timeout(
+    tmp_path: Path,
+) -> None:
+    # It accepts the connection and says nothing: distributed has no deadline for the answer,
+    # so the run waited for ever.
+    probes, responses = _write_run(tmp_path, 40, [None])
+    common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
+    with _not_dask(None) as address:
+        started = time.monotonic()
+        result = _cli(
+            tmp_path,
+            *common,
+            "--scheduler",
+            address,
+            env={"FAULTLINE_SCHEDULER_TIMEOUT": "2"},
+            timeout=120,
+        )
+        took = time.monotonic() - started
+    assert result.code == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (
+        f"{address} did not answer as a Dask scheduler within 2 s "
+        "(FAULTLINE_SCHEDULER_TIMEOUT sets the wait)" in result.stderr
+    )
+    assert took >= 2  # the message is the deadline's: it came, and the run did not hang
+    assert not (tmp_path / "out").exists()
+    bad = _cli(tmp_path, *common, "--scheduler", address, env={"FAULTLINE_SCHEDULER_TIMEOUT": "0"})
+    assert bad.code == 2, bad.stderr
+    assert "FAULTLINE_SCHEDULER_TIMEOUT='0' is not a number of seconds" in bad.stderr
 
 
 def test_the_documented_way_of_reading_cases_parquet_runs_as_written(
