@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import http.server
 import json
+import logging
 import os
 import re
 import shutil
@@ -668,6 +669,65 @@ def test_a_scheduler_address_that_never_answers_exits_3_after_the_timeout(
     bad = _cli(tmp_path, *common, "--scheduler", address, env={"FAULTLINE_SCHEDULER_TIMEOUT": "0"})
     assert bad.code == 2, bad.stderr
     assert "FAULTLINE_SCHEDULER_TIMEOUT='0' is not a number of seconds" in bad.stderr
+
+
+_NO_FAULTLINE = """
+import sys
+
+class _Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "faultline":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+for name in [n for n in sys.modules if n.split(".")[0] == "faultline"]:
+    del sys.modules[name]
+sys.meta_path.insert(0, _Refuse())
+"""
+
+_OTHER_VERSION = """
+import faultline._version
+
+faultline._version.__version__ = "0.0.0+other"
+"""
+
+
+@_dask
+@pytest.mark.parametrize(
+    ("setup", "words"),
+    [
+        (_NO_FAULTLINE, "ModuleNotFoundError: No module named 'faultline'"),
+        (_OTHER_VERSION, "it has faultline 0.0.0+other"),
+    ],
+    ids=["missing", "other-version"],
+)
+def test_workers_without_this_faultline_exit_3_naming_the_problem(
+    tmp_path: Path, setup: str, words: str
+) -> None:
+    # A worker without faultline failed the scatter with Exception('ModuleNotFoundError(...)'):
+    # an internal error with its traceback (exit 4).
+    from distributed import LocalCluster
+
+    probes, responses = _write_run(tmp_path, 40, [None])
+    common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
+    preload = tmp_path / "worker_setup.py"  # runs in each worker process as it starts
+    preload.write_text(setup, encoding="utf-8")
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        preload=[str(preload)],
+        silence_logs=logging.CRITICAL,
+    ) as cluster:
+        result = _cli(tmp_path, *common, "--scheduler", cluster.scheduler_address, timeout=120)
+    assert result.code == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    said = " ".join(result.stderr.split())
+    assert f"the Dask workers cannot import faultline {faultline.__version__}" in said
+    assert words in said
+    assert "install the same faultline version on every worker" in said
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_documented_way_of_reading_cases_parquet_runs_as_written(

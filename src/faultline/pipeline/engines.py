@@ -12,6 +12,7 @@ import logging
 import math
 import multiprocessing
 import os
+import re
 import signal
 import threading
 from collections import deque
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, NoReturn, Protocol
 
+from faultline._version import __version__
 from faultline.errors import FaultlineError, TargetError, UsageError
 from faultline.pipeline import batch
 from faultline.pipeline.batch import BatchContext, BatchResult, Layout
@@ -149,6 +151,7 @@ SCHEDULER_TIMEOUT_VARIABLE = "FAULTLINE_SCHEDULER_TIMEOUT"
 DEFAULT_SCHEDULER_TIMEOUT = 30.0
 
 _GRACE = 0.5
+_REMOTE_IMPORT_FAILURE = re.compile(r"^(ModuleNotFoundError|ImportError)\(")
 
 
 def scheduler_timeout() -> float:
@@ -201,6 +204,7 @@ class _Dask:
             else:
                 self._client = _connect(scheduler)
             self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+            _check_faultline_on_workers(self._client, self._where, scheduler)
             self._context = self._client.scatter(context, broadcast=True)
         except BaseException as exc:
             self.close()
@@ -212,16 +216,22 @@ class _Dask:
         """Raise ``exc`` as the command line should report it: the cluster's failures exit 3.
 
         Called in an ``except`` block: bad input found by a worker, or a bug, goes on as it is.
+        A worker that cannot import faultline (or a module of it: another version) is the
+        cluster's failure too.
         """
         from concurrent.futures import CancelledError
 
         from distributed.scheduler import KilledWorker
 
-        if isinstance(exc, FaultlineError) or not isinstance(
-            exc, OSError | TimeoutError | CancelledError | KilledWorker
-        ):
+        if isinstance(exc, FaultlineError):
             raise exc
         reason = str(exc) or type(exc).__name__
+        if isinstance(exc, ImportError) or _REMOTE_IMPORT_FAILURE.match(reason):
+            raise TargetError(
+                _cannot_import(f"{self._where}: {reason}"), target=self._scheduler
+            ) from exc
+        if not isinstance(exc, OSError | TimeoutError | CancelledError | KilledWorker):
+            raise exc
         raise TargetError(f"{self._where} failed: {reason}", target=self._scheduler) from exc
 
     def scan(self, pieces: Iterable[Piece]) -> Iterator[tuple[set[str | None], int] | None]:
@@ -339,6 +349,37 @@ async def _identity(address: str, timeout: float) -> Any:
         return await comm.read()
     finally:
         comm.abort()
+
+
+def _check_faultline_on_workers(client: Any, where: str, scheduler: str | None) -> None:
+    """Check that every worker imports the faultline version of this process.
+
+    Raises:
+        TargetError: A worker cannot import faultline, or has another version.
+    """
+
+    def version() -> tuple[str | None, str]:  # sent by value: the worker may lack faultline
+        try:
+            from faultline._version import __version__ as found
+        except ImportError as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        return found, ""
+
+    answers: dict[str, tuple[str | None, str]] = client.run(version)
+    wrong = {w: a for w, a in sorted(answers.items()) if a[0] != __version__}
+    if not wrong:
+        return
+    worker, (found, error) = next(iter(wrong.items()))
+    what = error if found is None else f"it has faultline {found}"
+    others = f" and {len(wrong) - 1} other worker(s)" if len(wrong) > 1 else ""
+    raise TargetError(_cannot_import(f"{where}, worker {worker}{others}: {what}"), target=scheduler)
+
+
+def _cannot_import(detail: str) -> str:
+    return (
+        f"the Dask workers cannot import faultline {__version__} ({detail}); install the "
+        "same faultline version on every worker"
+    )
 
 
 def _describe(exc: BaseException) -> str:
