@@ -151,6 +151,23 @@ def test_a_separate_dask_scheduler_gives_the_local_bytes(
     """``--scheduler ADDRESS``: a scheduler and two workers in processes of their own."""
     probes, responses = run_files
     monkeypatch.setattr(faultline.pipeline, "PARALLEL_MIN_BYTES", 0)
+    cluster, address = _start_cluster(tmp_path, workers=2)
+    try:
+        options: dict[str, Any] = dict(cases_inline_max=100, piece_bytes=20_000)
+        _run(probes, responses, tmp_path / "cluster", engine="dask", scheduler=address, **options)
+        _run(probes, responses, tmp_path / "here", workers=1, **options)
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:  # the run's tasks went through it
+            ran = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+        assert ran > 0
+    finally:
+        _stop(cluster)
+    _assert_same_files(tmp_path / "cluster", tmp_path / "here")
+
+
+def _start_cluster(tmp_path: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], str]:
+    """A ``dask scheduler`` and a ``dask worker`` of ``workers`` processes; the address."""
     address_file = tmp_path / "scheduler.json"
     common = ["--host", "127.0.0.1", "--no-dashboard", "--scheduler-file", str(address_file)]
     cluster = [
@@ -163,7 +180,7 @@ def test_a_separate_dask_scheduler_gives_the_local_bytes(
         )
         for command in (
             ["scheduler", "--port", "0"],
-            ["worker", "--nworkers", "2", "--nthreads", "1"],
+            ["worker", "--nworkers", str(workers), "--nthreads", "1"],
         )
     ]
     try:
@@ -171,22 +188,20 @@ def test_a_separate_dask_scheduler_gives_the_local_bytes(
         while not address_file.exists() or not address_file.read_text(encoding="utf-8"):
             assert time.monotonic() < deadline, "the scheduler never wrote its address"
             time.sleep(0.1)
-        address = json.loads(address_file.read_text(encoding="utf-8"))["address"]
+        address: str = json.loads(address_file.read_text(encoding="utf-8"))["address"]
         assert address.startswith("tcp://127.0.0.1:")
-        options: dict[str, Any] = dict(cases_inline_max=100, piece_bytes=20_000)
-        _run(probes, responses, tmp_path / "cluster", engine="dask", scheduler=address, **options)
-        _run(probes, responses, tmp_path / "here", workers=1, **options)
-        from distributed import Client
+    except BaseException:
+        _stop(cluster)
+        raise
+    return cluster, address
 
-        with Client(address, timeout=30) as client:  # the run's tasks went through it
-            ran = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
-        assert ran > 0
-    finally:
-        for process in cluster:
+
+def _stop(cluster: list[subprocess.Popen[bytes]]) -> None:
+    for process in cluster:
+        if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
-        for process in cluster:
-            process.wait(timeout=30)
-    _assert_same_files(tmp_path / "cluster", tmp_path / "here")
+    for process in cluster:
+        process.wait(timeout=30)
 
 
 def _as_parquet(source: Path, target: Path, group: int) -> Path:
@@ -728,6 +743,95 @@ def test_workers_without_this_faultline_exit_3_naming_the_problem(
     assert words in said
     assert "install the same faultline version on every worker" in said
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def long_run(tmp_path: Path) -> tuple[Path, Path]:
+    """A run of 100,000 answers: about 20 s of scoring for two Dask workers."""
+    return _write_run(tmp_path, 100_000, [None])
+
+
+@_dask
+def test_a_scheduler_lost_mid_run_exits_3_without_a_traceback(
+    tmp_path: Path, long_run: tuple[Path, Path]
+) -> None:
+    # distributed's client logged the lost connection with tracebacks before faultline's
+    # one-line message.
+    from distributed import Client
+
+    probes, responses = long_run
+    cluster, address = _start_cluster(tmp_path, workers=1)
+    try:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "faultline", "score", "-p", probes.name, "-r",
+             responses.name, "-o", "out", "--engine", "dask", "--scheduler", address],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        with Client(address, timeout=30, set_as_default=False) as client:
+            deadline = time.monotonic() + 60
+            # By value (a lambda): the scheduler cannot import the tests.
+            seen = lambda dask_scheduler: dask_scheduler.transition_counter  # noqa: E731
+            while not client.run_on_scheduler(seen):  # the run's tasks have started
+                assert time.monotonic() < deadline, "the run never reached the cluster"
+                time.sleep(0.1)
+        os.killpg(cluster[0].pid, signal.SIGKILL)  # the scheduler dies
+        out, err = run.communicate(timeout=120)
+    finally:
+        _stop(cluster)
+    assert run.returncode == 3, out + err
+    assert "Traceback" not in err
+    assert err.startswith(f"faultline: error: the Dask cluster at {address} failed"), err
+    assert not (tmp_path / "out").exists()
+
+
+@_dask
+def test_ctrl_c_stops_a_local_dask_cluster_without_a_traceback(
+    tmp_path: Path, long_run: tuple[Path, Path]
+) -> None:
+    # The LocalCluster's worker processes got the terminal's SIGINT too, and printed
+    # KeyboardInterrupt and BrokenPipeError tracebacks before 'faultline: interrupted'.
+    probes, responses = long_run
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faultline", "score", "-p", probes.name, "-r", responses.name,
+         "-o", "out", "--engine", "dask", "--workers", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job has
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(_group(proc.pid)) < 3:  # faultline and its two workers
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.1)
+    time.sleep(3)  # the workers are scoring
+    for _ in range(10):  # a Ctrl-C while the cluster starts is lost: press it again
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group gets SIGINT
+        try:
+            out, err = proc.communicate(timeout=5)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        proc.kill()
+        raise AssertionError("Ctrl-C did not stop the run")
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err, err
+    assert err.strip() == "faultline: interrupted", err
+    assert not (tmp_path / "out").exists()
+    deadline = time.monotonic() + 15
+    while _group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _group(proc.pid), "a worker outlived the run"
+
+
+def _group(pgid: int) -> list[str]:
+    found = subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True, check=False)
+    return found.stdout.split()
 
 
 def test_the_documented_way_of_reading_cases_parquet_runs_as_written(

@@ -8,6 +8,7 @@ a few pieces per worker are in flight, so memory stays flat however long the inp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import multiprocessing
@@ -176,7 +177,13 @@ def scheduler_timeout() -> float:
 
 
 class _Dask:
-    """A ``dask.distributed`` cluster: the one at ``scheduler``, or a new LocalCluster."""
+    """A ``dask.distributed`` cluster: the one at ``scheduler``, or a new LocalCluster.
+
+    For the run's duration distributed's loggers (and its event loop's) print only CRITICAL
+    records: its ERROR records carry tracebacks of failures the run reports in one line. The
+    LocalCluster's worker processes ignore Ctrl-C: as with the local pool, the parent
+    handles it and stops them.
+    """
 
     def __init__(self, context: BatchContext, *, workers: int, scheduler: str | None) -> None:
         try:
@@ -189,17 +196,20 @@ class _Dask:
         self._where = (
             "the local Dask cluster" if scheduler is None else f"the Dask cluster at {scheduler}"
         )
+        self._quiet = contextlib.ExitStack()
+        self._quiet.enter_context(_quiet_distributed())
         try:
             if scheduler is None:
-                self._cluster = LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    host="127.0.0.1",  # nothing listens beyond this machine
-                    dashboard_address="127.0.0.1:0",  # any free port: never clash with a cluster
-                    worker_dashboard_address="127.0.0.1:0",
-                    silence_logs=logging.ERROR,
-                )
+                with _sigint_ignored():  # the workers it starts ignore Ctrl-C
+                    self._cluster = LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        host="127.0.0.1",  # nothing listens beyond this machine
+                        dashboard_address="127.0.0.1:0",  # any free port: never clash
+                        worker_dashboard_address="127.0.0.1:0",
+                        silence_logs=logging.CRITICAL,
+                    )
                 self._client = Client(self._cluster, set_as_default=False)
             else:
                 self._client = _connect(scheduler)
@@ -252,10 +262,13 @@ class _Dask:
             self._reraise(exc)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-        if self._cluster is not None:
-            self._cluster.close()
+        try:
+            if self._client is not None:
+                self._client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+        finally:
+            self._quiet.close()
 
 
 def _connect(scheduler: str) -> Any:
@@ -385,3 +398,52 @@ def _cannot_import(detail: str) -> str:
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+#: The loggers a Dask run quiets: distributed's, and those of the event loop it runs on (a
+#: LocalCluster's scheduler runs in this process, and its tasks can fail as it stops).
+_DASK_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+@contextlib.contextmanager
+def _quiet_distributed() -> Iterator[None]:
+    """Let Dask's loggers print only CRITICAL records; restore their levels after."""
+    loggers = [logging.getLogger(root) for root in _DASK_LOGGERS] + [
+        logger
+        for name, logger in list(logging.Logger.manager.loggerDict.items())
+        if name.split(".")[0] in _DASK_LOGGERS
+        and "." in name
+        and isinstance(logger, logging.Logger)
+    ]
+    levels = [(logger, logger.level) for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.CRITICAL))
+    try:
+        yield
+    finally:
+        for logger, level in levels:
+            logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C while worker processes start, so that they ignore it for good.
+
+    An ignored signal stays ignored in the processes started meanwhile, through ``exec``,
+    and Python then installs no KeyboardInterrupt handler: the LocalCluster's workers ignore
+    Ctrl-C from their first instruction, like the local pool's (:func:`_init_worker`), and
+    the parent stops them. The cost: a Ctrl-C in the second or two the cluster takes to
+    start is lost. Outside the main thread, where handlers cannot be set, nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.getsignal(signal.SIGINT)
+    if old is None:  # set outside Python: it could not be put back
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
