@@ -42,7 +42,11 @@ class Result:
 
 
 def faultline_cli(
-    cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: Any = subprocess.DEVNULL
+    cwd: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdin: Any = subprocess.DEVNULL,
+    timeout: float = 600,
 ) -> Result:
     """Run ``python -m faultline ARGS`` in a subprocess, as a user would, from ``cwd``."""
     proc = subprocess.run(
@@ -52,7 +56,7 @@ def faultline_cli(
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "120", **(env or {})},
-        timeout=600,
+        timeout=timeout,
         check=False,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)

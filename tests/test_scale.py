@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import http.server
 import json
+import logging
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +151,23 @@ def test_a_separate_dask_scheduler_gives_the_local_bytes(
     """``--scheduler ADDRESS``: a scheduler and two workers in processes of their own."""
     probes, responses = run_files
     monkeypatch.setattr(faultline.pipeline, "PARALLEL_MIN_BYTES", 0)
+    cluster, address = _start_cluster(tmp_path, workers=2)
+    try:
+        options: dict[str, Any] = dict(cases_inline_max=100, piece_bytes=20_000)
+        _run(probes, responses, tmp_path / "cluster", engine="dask", scheduler=address, **options)
+        _run(probes, responses, tmp_path / "here", workers=1, **options)
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:  # the run's tasks went through it
+            ran = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+        assert ran > 0
+    finally:
+        _stop(cluster)
+    _assert_same_files(tmp_path / "cluster", tmp_path / "here")
+
+
+def _start_cluster(tmp_path: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], str]:
+    """A ``dask scheduler`` and a ``dask worker`` of ``workers`` processes; the address."""
     address_file = tmp_path / "scheduler.json"
     common = ["--host", "127.0.0.1", "--no-dashboard", "--scheduler-file", str(address_file)]
     cluster = [
@@ -157,7 +180,7 @@ def test_a_separate_dask_scheduler_gives_the_local_bytes(
         )
         for command in (
             ["scheduler", "--port", "0"],
-            ["worker", "--nworkers", "2", "--nthreads", "1"],
+            ["worker", "--nworkers", str(workers), "--nthreads", "1"],
         )
     ]
     try:
@@ -165,22 +188,20 @@ def test_a_separate_dask_scheduler_gives_the_local_bytes(
         while not address_file.exists() or not address_file.read_text(encoding="utf-8"):
             assert time.monotonic() < deadline, "the scheduler never wrote its address"
             time.sleep(0.1)
-        address = json.loads(address_file.read_text(encoding="utf-8"))["address"]
+        address: str = json.loads(address_file.read_text(encoding="utf-8"))["address"]
         assert address.startswith("tcp://127.0.0.1:")
-        options: dict[str, Any] = dict(cases_inline_max=100, piece_bytes=20_000)
-        _run(probes, responses, tmp_path / "cluster", engine="dask", scheduler=address, **options)
-        _run(probes, responses, tmp_path / "here", workers=1, **options)
-        from distributed import Client
+    except BaseException:
+        _stop(cluster)
+        raise
+    return cluster, address
 
-        with Client(address, timeout=30) as client:  # the run's tasks went through it
-            ran = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
-        assert ran > 0
-    finally:
-        for process in cluster:
+
+def _stop(cluster: list[subprocess.Popen[bytes]]) -> None:
+    for process in cluster:
+        if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
-        for process in cluster:
-            process.wait(timeout=30)
-    _assert_same_files(tmp_path / "cluster", tmp_path / "here")
+    for process in cluster:
+        process.wait(timeout=30)
 
 
 def _as_parquet(source: Path, target: Path, group: int) -> Path:
@@ -429,9 +450,16 @@ def test_sample_numbers_too_large_to_pack_are_still_checked(tmp_path: Path) -> N
 # --------------------------------------------------------------------------- what users feed it
 
 
-def _cli(cwd: Path, *args: str, stdin: Any = subprocess.DEVNULL) -> Result:
+def _cli(
+    cwd: Path,
+    *args: str,
+    stdin: Any = subprocess.DEVNULL,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> Result:
     """:func:`faultline_cli`, wide enough that its one-line messages stay on one line."""
-    return faultline_cli(cwd, *args, env={"COLUMNS": "200"}, stdin=stdin)
+    wide = {"COLUMNS": "200", **(env or {})}
+    return faultline_cli(cwd, *args, env=wide, stdin=stdin, timeout=timeout)
 
 
 def test_responses_from_a_pipe_or_a_fifo_are_refused_not_lost(tmp_path: Path) -> None:
@@ -536,12 +564,274 @@ def test_a_bad_scheduler_address_is_bad_usage_and_a_cluster_without_workers_exit
     assert "--scheduler: got 'notanaddress', expected the address of a Dask scheduler" in bad.stderr
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) as cluster:
-        empty = _cli(tmp_path, *common, "--scheduler", cluster.scheduler_address)
+    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
+        empty = _cli(  # the wait for a worker is the scheduler's timeout (default 30 s)
+            tmp_path,
+            *common,
+            "--scheduler",
+            cluster.scheduler_address,
+            env={"FAULTLINE_SCHEDULER_TIMEOUT": "3"},
+        )
     assert empty.code == 3, empty.stderr
     assert "Traceback" not in empty.stderr
     assert f"the Dask cluster at {cluster.scheduler_address} failed" in empty.stderr
     assert not (tmp_path / "out").exists()
+
+
+@contextlib.contextmanager
+def _not_dask(reply: bytes | None) -> Iterator[str]:
+    """A TCP service on 127.0.0.1 that is not Dask; its address.
+
+    It accepts every connection and sends ``reply`` at once (then holds the connection), or
+    never says a word.
+    """
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)
+            if reply is not None:
+                with contextlib.suppress(OSError):
+                    connection.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        for connection in held:
+            connection.close()
+
+
+@contextlib.contextmanager
+def _web_server() -> Iterator[str]:
+    """http.server on 127.0.0.1, in a thread; its address as a Dask address."""
+
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+_HTTP_400 = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+@_dask
+@pytest.mark.parametrize("service", ["http.server", "http-reply"])
+def test_a_scheduler_address_where_something_else_answers_exits_3(
+    tmp_path: Path, service: str
+) -> None:
+    # A web server's reply was read as a Dask frame length of 3.07 EiB: a MemoryError and an
+    # internal error with its traceback (exit 4); or the run waited for ever.
+    probes, responses = _write_run(tmp_path, 40, [None])
+    common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
+    with _web_server() if service == "http.server" else _not_dask(_HTTP_400) as address:
+        result = _cli(
+            tmp_path,
+            *common,
+            "--scheduler",
+            address,
+            env={"FAULTLINE_SCHEDULER_TIMEOUT": "2"},
+            timeout=60,
+        )
+    assert result.code == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{address} did not answer as a Dask scheduler" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@_dask
+def test_a_scheduler_address_that_never_answers_exits_3_after_the_timeout(
+    tmp_path: Path,
+) -> None:
+    # It accepts the connection and says nothing: distributed has no deadline for the answer,
+    # so the run waited for ever.
+    probes, responses = _write_run(tmp_path, 40, [None])
+    common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
+    with _not_dask(None) as address:
+        started = time.monotonic()
+        result = _cli(
+            tmp_path,
+            *common,
+            "--scheduler",
+            address,
+            env={"FAULTLINE_SCHEDULER_TIMEOUT": "2"},
+            timeout=120,
+        )
+        took = time.monotonic() - started
+    assert result.code == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (
+        f"{address} did not answer as a Dask scheduler within 2 s "
+        "(FAULTLINE_SCHEDULER_TIMEOUT sets the wait)" in result.stderr
+    )
+    assert took >= 2  # the message is the deadline's: it came, and the run did not hang
+    assert not (tmp_path / "out").exists()
+    bad = _cli(tmp_path, *common, "--scheduler", address, env={"FAULTLINE_SCHEDULER_TIMEOUT": "0"})
+    assert bad.code == 2, bad.stderr
+    assert "FAULTLINE_SCHEDULER_TIMEOUT='0' is not a number of seconds" in bad.stderr
+
+
+_NO_FAULTLINE = """
+import sys
+
+class _Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "faultline":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+for name in [n for n in sys.modules if n.split(".")[0] == "faultline"]:
+    del sys.modules[name]
+sys.meta_path.insert(0, _Refuse())
+"""
+
+_OTHER_VERSION = """
+import faultline._version
+
+faultline._version.__version__ = "0.0.0+other"
+"""
+
+
+@_dask
+@pytest.mark.parametrize(
+    ("setup", "words"),
+    [
+        (_NO_FAULTLINE, "ModuleNotFoundError: No module named 'faultline'"),
+        (_OTHER_VERSION, "it has faultline 0.0.0+other"),
+    ],
+    ids=["missing", "other-version"],
+)
+def test_workers_without_this_faultline_exit_3_naming_the_problem(
+    tmp_path: Path, setup: str, words: str
+) -> None:
+    # A worker without faultline failed the scatter with Exception('ModuleNotFoundError(...)'):
+    # an internal error with its traceback (exit 4).
+    from distributed import LocalCluster
+
+    probes, responses = _write_run(tmp_path, 40, [None])
+    common = ("score", "-p", probes.name, "-r", responses.name, "-o", "out", "--engine", "dask")
+    preload = tmp_path / "worker_setup.py"  # runs in each worker process as it starts
+    preload.write_text(setup, encoding="utf-8")
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        preload=[str(preload)],
+        silence_logs=logging.CRITICAL,
+    ) as cluster:
+        result = _cli(tmp_path, *common, "--scheduler", cluster.scheduler_address, timeout=120)
+    assert result.code == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    said = " ".join(result.stderr.split())
+    assert f"the Dask workers cannot import faultline {faultline.__version__}" in said
+    assert words in said
+    assert "install the same faultline version on every worker" in said
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def long_run(tmp_path: Path) -> tuple[Path, Path]:
+    """A run of 100,000 answers: about 20 s of scoring for two Dask workers."""
+    return _write_run(tmp_path, 100_000, [None])
+
+
+@_dask
+def test_a_scheduler_lost_mid_run_exits_3_without_a_traceback(
+    tmp_path: Path, long_run: tuple[Path, Path]
+) -> None:
+    # distributed's client logged the lost connection with tracebacks before faultline's
+    # one-line message.
+    from distributed import Client
+
+    probes, responses = long_run
+    cluster, address = _start_cluster(tmp_path, workers=1)
+    try:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "faultline", "score", "-p", probes.name, "-r",
+             responses.name, "-o", "out", "--engine", "dask", "--scheduler", address],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        with Client(address, timeout=30, set_as_default=False) as client:
+            deadline = time.monotonic() + 60
+            # By value (a lambda): the scheduler cannot import the tests.
+            seen = lambda dask_scheduler: dask_scheduler.transition_counter  # noqa: E731
+            while not client.run_on_scheduler(seen):  # the run's tasks have started
+                assert time.monotonic() < deadline, "the run never reached the cluster"
+                time.sleep(0.1)
+        os.killpg(cluster[0].pid, signal.SIGKILL)  # the scheduler dies
+        out, err = run.communicate(timeout=120)
+    finally:
+        _stop(cluster)
+    assert run.returncode == 3, out + err
+    assert "Traceback" not in err
+    assert err.startswith(f"faultline: error: the Dask cluster at {address} failed"), err
+    assert not (tmp_path / "out").exists()
+
+
+@_dask
+def test_ctrl_c_stops_a_local_dask_cluster_without_a_traceback(
+    tmp_path: Path, long_run: tuple[Path, Path]
+) -> None:
+    # The LocalCluster's worker processes got the terminal's SIGINT too, and printed
+    # KeyboardInterrupt and BrokenPipeError tracebacks before 'faultline: interrupted'.
+    probes, responses = long_run
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faultline", "score", "-p", probes.name, "-r", responses.name,
+         "-o", "out", "--engine", "dask", "--workers", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job has
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(_group(proc.pid)) < 3:  # faultline and its two workers
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.1)
+    time.sleep(3)  # the workers are scoring
+    for _ in range(10):  # a Ctrl-C while the cluster starts is lost: press it again
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group gets SIGINT
+        try:
+            out, err = proc.communicate(timeout=5)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        proc.kill()
+        raise AssertionError("Ctrl-C did not stop the run")
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err, err
+    assert err.strip() == "faultline: interrupted", err
+    assert not (tmp_path / "out").exists()
+    deadline = time.monotonic() + 15
+    while _group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _group(proc.pid), "a worker outlived the run"
+
+
+def _group(pgid: int) -> list[str]:
+    found = subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True, check=False)
+    return found.stdout.split()
 
 
 def test_the_documented_way_of_reading_cases_parquet_runs_as_written(

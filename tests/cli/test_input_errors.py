@@ -268,6 +268,39 @@ def test_a_token_count_out_of_range_exits_2_naming_the_place(
     assert not (inputs / "out").exists()
 
 
+@pytest.mark.parametrize("field", ["response", "sample", "probe_id"])
+def test_a_parquet_file_with_two_columns_of_one_field_exits_2_naming_it(
+    inputs: Path,
+    small_responses: list[dict[str, Any]],
+    run_cli: Callable[..., Result],
+    field: str,
+) -> None:
+    # Both columns were in the file and the first was read without a word: the verdicts
+    # depended on the order of the columns.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = small_responses[:3]
+    columns = {
+        "probe_id": pa.array([r["probe_id"] for r in rows]),
+        "response": pa.array(["I can't help with that."] * 3),
+        "sample": pa.array([0, 1, 2]),
+    }
+    again = {"probe_id": columns["probe_id"], "response": pa.array(["Sure."] * 3)}
+    again["sample"] = pa.array([5, 6, 7])
+    names = [*columns, field]
+    table = pa.Table.from_arrays([*columns.values(), again[field]], names=names)
+    pq.write_table(table, inputs / "twice.parquet")
+    result = run_cli("score", "-p", "probes.jsonl", "-r", "twice.parquet", "-o", "out")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (
+        f"twice.parquet: field '{field}': is given by 2 columns, expected each field once"
+        in _flat(result.stderr)
+    )
+    assert not (inputs / "out").exists()
+
+
 def test_failing_score_creates_no_output_directory(
     inputs: Path, run_cli: Callable[..., Result]
 ) -> None:

@@ -72,7 +72,8 @@ from faultline.cli._render import render_gates, render_run
     metavar="ADDRESS",
     default=None,
     help="A running Dask scheduler, e.g. tcp://10.0.0.5:8786 (default with --engine dask: "
-    "a LocalCluster of --workers processes).",
+    "a LocalCluster of --workers processes). It has 30 s to answer "
+    "(FAULTLINE_SCHEDULER_TIMEOUT, in seconds).",
 )
 @click.option(
     "--cases-inline-max",

@@ -61,7 +61,8 @@ def iter_batches(path: Path, rows: int, digest: Any) -> Iterator[tuple[int, Any,
         no batch accounts for (all of them, for a file without rows).
 
     Raises:
-        ResponseError: The file cannot be read, or is not Parquet.
+        ResponseError: The file cannot be read, is not Parquet, or has two columns of one
+            field.
     """
     if digest is not None:
         _hash_file(path, digest)
@@ -71,10 +72,9 @@ def iter_batches(path: Path, rows: int, digest: Any) -> Iterator[tuple[int, Any,
             file = pq.ParquetFile(handle)
             total = max(file.metadata.num_rows, 1)
             names = file.schema_arrow.names
+            _reject_repeated_columns(names, path)
             # Without probe_id, every column is read, for the message to suggest one.
-            columns = (
-                [n for n in dict.fromkeys(names) if n in _FIELDS] if "probe_id" in names else None
-            )
+            columns = [n for n in names if n in _FIELDS] if "probe_id" in names else None
             batches = file.iter_batches(batch_size=max(rows, 1), columns=columns)
         except (pa.ArrowException, OSError) as exc:
             raise ResponseError(f"is not a readable Parquet file ({exc})", path=path) from None
@@ -87,6 +87,21 @@ def iter_batches(path: Path, rows: int, digest: Any) -> Iterator[tuple[int, Any,
             seen, shared = seen + batch.num_rows, shared + share
         if shared < size:
             yield size - shared
+
+
+def _reject_repeated_columns(names: list[str], path: Path) -> None:
+    """Raise naming the field if two columns of the file carry the same field.
+
+    Arrow keeps both; reading by name would take one of them without a word, so the verdicts
+    would depend on the order of the columns.
+    """
+    repeated = next((n for n in _FIELDS if names.count(n) > 1), None)
+    if repeated is not None:
+        raise ResponseError(
+            f"is given by {names.count(repeated)} columns, expected each field once",
+            path=path,
+            field=repeated,
+        )
 
 
 def _next_batch(batches: Iterator[Any], path: Path, seen: int) -> Any:
@@ -152,12 +167,12 @@ def decode_batch(path: Path, batch: Any, first_row: int) -> ResponseBatch:
 
 
 def _columns(batch: Any, path: Path, first_row: int) -> dict[str, Any]:
-    """The batch's columns a :class:`Response` has (the first, if a name repeats)."""
+    """The batch's columns a :class:`Response` has.
+
+    Each name is once in the batch: :func:`iter_batches` refuses a file that repeats one.
+    """
     names = batch.schema.names
-    columns: dict[str, Any] = {}
-    for i, name in enumerate(names):
-        if name in _FIELDS:
-            columns.setdefault(name, batch.column(i))
+    columns = {name: batch.column(i) for i, name in enumerate(names) if name in _FIELDS}
     if "probe_id" not in columns:
         hint = next((h for name in names if (h := did_you_mean(name, ["probe_id"]))), "")
         raise ResponseError(
