@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import time
@@ -23,8 +22,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from faultline._util.env import env_seconds
 from faultline._util.text import visible
-from faultline.errors import UsageError
 
 if TYPE_CHECKING:
     from faultline.pipeline import ProgressCallback
@@ -118,19 +117,9 @@ def progress_seconds() -> float:
     Raises:
         UsageError: The variable is not a finite number of 0 or more.
     """
-    text = os.environ.get(PROGRESS_SECONDS_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_PROGRESS_SECONDS
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise UsageError(
-            f"{PROGRESS_SECONDS_VARIABLE}={text!r} is not a number of seconds; give a finite "
-            "number of 0 or more (0: a line at every case), or unset it"
-        )
-    return seconds
+    return env_seconds(
+        PROGRESS_SECONDS_VARIABLE, DEFAULT_PROGRESS_SECONDS, zero="a line at every case"
+    )
 
 
 _width = output_width()

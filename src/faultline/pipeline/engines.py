@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import multiprocessing
-import os
 import re
 import signal
 import threading
@@ -21,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, NoReturn, Protocol
 
+from faultline._util.env import env_seconds
 from faultline._version import __version__
 from faultline.errors import FaultlineError, TargetError, UsageError
 from faultline.pipeline import batch
@@ -161,19 +160,7 @@ def scheduler_timeout() -> float:
     Raises:
         UsageError: The variable is set but is not a finite number above 0.
     """
-    text = os.environ.get(SCHEDULER_TIMEOUT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_SCHEDULER_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(
-            f"{SCHEDULER_TIMEOUT_VARIABLE}={text!r} is not a number of seconds; give a finite "
-            "number above 0, or unset it"
-        )
-    return seconds
+    return env_seconds(SCHEDULER_TIMEOUT_VARIABLE, DEFAULT_SCHEDULER_TIMEOUT)
 
 
 class _Dask:
