@@ -287,8 +287,9 @@ def _all_recorded(
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5:,} more" if len(missing) > 5 else "")
     raise RecordingError(
         f"the run planned {len(requests):,} cases but {len(missing):,} were never recorded "
-        f"({shown}): no report was written, as it would leave them out. This is a bug in "
-        f"faultline (please report it); the {len(requests) - len(missing):,} cases recorded in "
+        f"({shown}): a worker stopped before recording them (a target that cancels the "
+        "task that calls it, or a bug in faultline: please report it). No report was written, "
+        f"as it would leave them out; the {len(requests) - len(missing):,} cases recorded in "
         f"{out / JOURNAL_NAME} are kept, and the same command with --resume sends the missing ones"
     )
 
