@@ -124,8 +124,9 @@ def _errors_by(m: Mapping[str, Any], cases: list[dict[str, Any]] | None) -> dict
     """Error cases per category and per severity tier.
 
     report.json has them in ``aggregate_metrics`` (``errors_by_category``,
-    ``errors_by_severity``); a report written before they were added has not, and then they are counted from the
-    cases when the page embeds every case (else there is nothing to count them from).
+    ``errors_by_severity``); a report written before they were added has not, and then they
+    are counted from the cases when the page embeds every case (else there is nothing to
+    count them from).
     """
     if m.get("errors_by_category") is not None:
         return {
@@ -146,7 +147,7 @@ def _weights_note(weights: Mapping[str, float]) -> str:
     ``low=1,critical=10`` a critical failure costs 10 times a low one, with equal weights the
     same as one.
     """
-    tiers = [t for t in ("low", "medium", "high", "critical") if t in weights]
+    tiers = [t for t in SEVERITIES if t in weights]
     listed = ", ".join(f"{t} {weights[t]:g}" for t in tiers)
     low, critical = weights.get("low"), weights.get("critical")
     if not low or critical is None:
