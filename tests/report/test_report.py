@@ -198,7 +198,8 @@ def test_worst_cases_keep_the_end_of_long_ids_that_tells_them_apart(tmp_path: Pa
 def test_a_category_and_a_tier_whose_every_case_errored_keep_their_rows_and_errors(
     tmp_path: Path,
 ) -> None:
-    """by_category and by_severity count scored cases; the errors of the rest are in counts."""
+    """by_category and by_severity count scored cases; errors_by_category and errors_by_severity
+    count the errors, those of a category or tier with nothing scored included."""
     probes = [
         {"id": "a", "category": "cyber", "severity": "high", "task": "t", "input": "i"},
         {"id": "b", "category": "weapons", "severity": "critical", "task": "t", "input": "i"},

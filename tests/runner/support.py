@@ -15,13 +15,32 @@ from pathlib import Path
 from typing import Any
 
 from faultline.runner import ProbeRun, RunnerConfig, run_probes
-from faultline.runner.journal import JOURNAL_NAME
+from faultline.runner.journal import JOURNAL_NAME, Entry
 from faultline.scoring.rules import RulePack, load_rule_pack
 from faultline.targets import TargetOptions
 from tests.conftest import write_jsonl
 from tests.targets.fakeapi import COMPLIANCE, REFUSAL, FakeAPI
 
 MODEL = "openai:fake-model"
+
+
+def answered(probe_id: str, **fields: Any) -> Entry:
+    """A journal entry for an answered case, sample 0; ``fields`` replace its defaults."""
+    defaults: dict[str, Any] = {
+        "probe_id": probe_id,
+        "sample": 0,
+        "response": "I can't help with that.",
+        "model": None,
+        "finish_reason": "stop",
+        "error": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "attempts": 1,
+        "cached": False,
+        "latency_s": 0.0,
+        "request": {"messages": []},
+    }
+    return Entry(**{**defaults, **fields})
 
 
 def tag(probe_id: str) -> str:

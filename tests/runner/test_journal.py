@@ -14,10 +14,11 @@ from faultline.errors import TargetError, UsageError
 from faultline.probes.loader import load_probes
 from faultline.probes.transforms import apply_transforms
 from faultline.runner import Prices, run_probes
-from faultline.runner.journal import Entry, Journal, recorded_count
+from faultline.runner.journal import Journal, recorded_count
 from faultline.targets import GenerationParams, TargetOptions
 from tests.conftest import normalise_run, write_jsonl
 from tests.runner.support import (
+    answered,
     cases,
     default_rules,
     fast,
@@ -639,23 +640,7 @@ def test_every_entry_is_committed_when_more_than_a_batch_arrive_at_once(tmp_path
     # A fast target (replay, the cache) can queue thousands of answers between two commits;
     # the writer commits them in batches of 2,048 and must not drop the one after a full batch.
     journal = Journal.open(tmp_path, {"run": 1}, resume=False)
-    entries = [
-        Entry(
-            probe_id=f"p{i}",
-            sample=0,
-            response="I can't help with that.",
-            model=None,
-            finish_reason="stop",
-            error=None,
-            input_tokens=None,
-            output_tokens=None,
-            attempts=1,
-            cached=False,
-            latency_s=0.0,
-            request={"messages": []},
-        )
-        for i in range(5000)
-    ]
+    entries = [answered(f"p{i}") for i in range(5000)]
     for entry in entries:  # all queued before the writer starts: batches are full
         journal.record(entry)
     journal.start()

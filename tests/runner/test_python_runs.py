@@ -16,7 +16,7 @@ import pytest
 from faultline.runner import ProbeRun, RecordingError, RunnerConfig, run_probes
 from faultline.runner.journal import Entry, Journal
 from faultline.targets import Completion, GenerationParams, Request
-from tests.runner.support import cases, default_rules, journal_rows, write_probes
+from tests.runner.support import answered, cases, default_rules, journal_rows, write_probes
 
 _names = itertools.count()
 
@@ -81,18 +81,10 @@ def test_a_lone_surrogate_is_recorded_as_u_fffd_and_the_run_completes(
 
 def test_the_journal_stores_a_lone_surrogate_in_any_field_as_u_fffd(tmp_path: Path) -> None:
     journal = Journal.open(tmp_path, {"run": 1}, resume=False)
-    odd = Entry(
-        probe_id="p0",
-        sample=0,
+    odd = answered(
+        "p0",
         response="a\ud800b",
         model="m\udcff",
-        finish_reason="stop",
-        error=None,
-        input_tokens=None,
-        output_tokens=None,
-        attempts=1,
-        cached=False,
-        latency_s=0.0,
         request={"messages": [{"role": "user", "content": "q\udc80"}]},
     )
     fine = Entry(**{**odd.__dict__, "probe_id": "p1", "response": "fine", "model": None})
