@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from os import PathLike
+from typing import TypeVar
 
 from faultline.probes.model import Probe
 from faultline.probes.probeset import ProbeSet
@@ -84,31 +85,31 @@ def score(
     return order_cases(cases, probe_set)
 
 
+_T = TypeVar("_T")
+
+
 def _probes(probes: object) -> tuple[Probe, ...]:
     """``probes`` as a tuple of :class:`Probe`, or a TypeError saying what was expected."""
     expected = "a ProbeSet or Probe objects; load a file or built-in set with faultline.load_probes"
-    if isinstance(probes, str | bytes | PathLike) or not isinstance(probes, Iterable):
-        raise TypeError(f"faultline.score: probes must be {expected}(path); got {_shown(probes)}")
-    items = tuple(probes)
-    for i, item in enumerate(items):
-        if not isinstance(item, Probe):
-            raise TypeError(f"faultline.score: probes[{i}] is {_shown(item)}; expected {expected}")
-    return items
+    return tuple(_objects(probes, "probes", Probe, expected))
 
 
 def _responses(responses: object) -> list[Response]:
     """``responses`` as a list of :class:`Response`, or a TypeError saying what was expected."""
     expected = "Response objects; read a responses file with faultline.load_responses"
-    if isinstance(responses, str | bytes | PathLike) or not isinstance(responses, Iterable):
-        raise TypeError(
-            f"faultline.score: responses must be {expected}(path); got {_shown(responses)}"
-        )
-    items = list(responses)
+    build = ", or build faultline.Response(probe_id=..., response=...)"
+    return _objects(responses, "responses", Response, expected, build)
+
+
+def _objects(value: object, name: str, kind: type[_T], expected: str, build: str = "") -> list[_T]:
+    """The items of ``value``, each a ``kind``: not a path, not plain dicts (a TypeError)."""
+    if isinstance(value, str | bytes | PathLike) or not isinstance(value, Iterable):
+        raise TypeError(f"faultline.score: {name} must be {expected}(path); got {_shown(value)}")
+    items = list(value)
     for i, item in enumerate(items):
-        if not isinstance(item, Response):
+        if not isinstance(item, kind):
             raise TypeError(
-                f"faultline.score: responses[{i}] is {_shown(item)}; expected {expected}, "
-                "or build faultline.Response(probe_id=..., response=...)"
+                f"faultline.score: {name}[{i}] is {_shown(item)}; expected {expected}{build}"
             )
     return items
 
