@@ -279,8 +279,7 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[s
                 yield start, header, dict(zip(header, cells, strict=False))
     except csv.Error as exc:
         if "field larger than field limit" in str(exc):
-            cell = _long_cell(text, end, delimiter)
-            field = header[cell] if header and cell is not None and cell < len(header) else None
+            field = _column(header, _long_cell(text, end, delimiter))
             raise ProbeError(
                 f"not valid CSV: a cell holds more than {CELL_LIMIT:,} characters, the most "
                 "faultline reads in one cell; expected a shorter cell (or a quote left open, "
@@ -291,8 +290,7 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[s
             ) from None
         if "unexpected end of data" not in str(exc):
             raise ProbeError(f"not valid CSV: {exc}", path=path, line=reader.line_num) from None
-        cell = _unclosed_cell(text, end, delimiter)
-        field = header[cell] if header and cell is not None and cell < len(header) else None
+        field = _column(header, _unclosed_cell(text, end, delimiter))
         raise ProbeError(
             "not valid CSV: a quote opened in this record is never closed, so the record runs "
             'to the end of the file; close it, or double a quote meant as text ("")',
@@ -313,11 +311,22 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, list[str], dict[s
         raise ProbeError(reason, path=path, line=header_line or None)
 
 
-def _long_cell(text: str, lines_before: int, delimiter: str) -> int | None:
-    """The index of the first cell over :data:`CELL_LIMIT`, in the record after ``lines_before``."""
+def _column(header: list[str] | None, cell: int | None) -> str | None:
+    """The header's name of the cell at index ``cell``, if there is one."""
+    return header[cell] if header and cell is not None and cell < len(header) else None
+
+
+def _after_lines(text: str, lines_before: int) -> io.StringIO:
+    """The CSV text from the record after its first ``lines_before`` lines."""
     rest = io.StringIO(text, newline="")
     for _ in range(lines_before):
         rest.readline()
+    return rest
+
+
+def _long_cell(text: str, lines_before: int, delimiter: str) -> int | None:
+    """The index of the first cell over :data:`CELL_LIMIT`, in the record after ``lines_before``."""
+    rest = _after_lines(text, lines_before)
     limit = csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # read it whole, this once
     try:
         cells = next(csv.reader(rest, delimiter=delimiter), [])
@@ -330,10 +339,7 @@ def _long_cell(text: str, lines_before: int, delimiter: str) -> int | None:
 
 def _unclosed_cell(text: str, lines_before: int, delimiter: str) -> int | None:
     """The index of the cell whose quote is never closed, in the record after ``lines_before``."""
-    rest = io.StringIO(text, newline="")
-    for _ in range(lines_before):
-        rest.readline()
-    cell, quoted, at_start, record = 0, False, True, rest.read()
+    cell, quoted, at_start, record = 0, False, True, _after_lines(text, lines_before).read()
     i = 0
     while i < len(record):
         char = record[i]
