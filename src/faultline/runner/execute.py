@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultline._util.tasks import being_cancelled
 from faultline.errors import TargetError
 from faultline.runner.cache import ResponseCache, cache_key
 from faultline.runner.journal import Entry, Journal
@@ -214,7 +215,7 @@ class _Engine:
             except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise  # the run is interrupted, exits, or this coroutine is being closed
             except asyncio.CancelledError as exc:
-                if _being_cancelled():
+                if being_cancelled():
                     raise  # faultline stops the run (Ctrl-C, SIGTERM, a fatal failure)
                 # The target's own (a future it awaited was cancelled): ending this worker
                 # would silently drop this case and every one it had still to send.
@@ -265,12 +266,6 @@ class _Engine:
         return failure.retryable and (
             failure.retry_after is not None and failure.retry_after > self.config.max_retry_after
         )
-
-
-def _being_cancelled() -> bool:
-    """Whether the running task is being cancelled (by faultline: the run is stopping)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _entry(

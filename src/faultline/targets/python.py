@@ -35,6 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from faultline._util.tasks import being_cancelled
 from faultline._util.text import well_formed
 from faultline.errors import UsageError
 from faultline.targets._http import token_count
@@ -189,8 +190,7 @@ async def _exits_caught(call: Awaitable[Any]) -> Any:
     except Exception:
         raise  # the per-case boundary in PythonTarget.complete words these
     except asyncio.CancelledError as exc:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
+        if being_cancelled():
             raise  # faultline is cancelling the call: the run stops, or the call timed out
         said = well_formed(f": {exc}") if str(exc) else ""
         raise CallError(
