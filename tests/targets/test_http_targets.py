@@ -635,6 +635,86 @@ def test_a_base_url_that_is_not_http_is_a_usage_error(url: str) -> None:
         OpenAITarget("m", GenerationParams(), base_url=url)
 
 
+BAD_BASE_URLS = [
+    pytest.param("http://127.0.0.1:99999/v1", "Port out of range", id="port-out-of-range"),
+    pytest.param("http://127.0.0.1:abc/v1", "Port could not be cast", id="port-not-a-number"),
+    pytest.param("http://127.0.0.1:0/v1", "port is 0", id="port-0"),
+    pytest.param("http://[::1/v1", "Invalid IPv6 URL", id="broken-ipv6"),
+    pytest.param("http:/127.0.0.1/v1", "names no host", id="empty-host"),
+    pytest.param("http://usr:pw-hunter22@/v1", "names no host", id="userinfo-no-host"),
+    pytest.param("http://127.0.0.1:1/v1\x01", "control character (U+0001)", id="control"),
+    pytest.param("http://127.0.0.1:1/v1\n", "control character (U+000A)", id="newline"),
+    pytest.param("http://gate way/v1", "a space", id="space"),
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("url", "said"), BAD_BASE_URLS)
+def test_a_base_url_no_request_could_go_to_is_a_usage_error_naming_the_option(
+    provider: str, url: str, said: str
+) -> None:
+    # A bad port or IPv6 host was a traceback (exit 4); an empty host or a control
+    # character made every case a retried error.
+    with pytest.raises(UsageError) as caught:
+        open_target(f"{provider}:m", options=TargetOptions(base_url=url))
+    message = str(caught.value)
+    assert message.startswith("--base-url: got ")
+    assert said in message
+    assert "expected an http:// or https:// URL" in message
+    assert "hunter22" not in message
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable"),
+    [("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL")],
+)
+def test_a_bad_base_url_from_the_environment_names_the_variable_and_no_secret(
+    monkeypatch: pytest.MonkeyPatch, provider: str, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "http://user:pw-hunter22@127.0.0.1:70000/v1?key=q-hunter33")
+    with pytest.raises(UsageError) as caught:
+        open_target(f"{provider}:m")
+    message = str(caught.value)
+    assert message.startswith(f"{variable}: got 'http://***@127.0.0.1:70000/v1?key=***'")
+    assert "hunter22" not in message
+    assert "hunter33" not in message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("\u201csk-test-hunter22", "non-ASCII character (U+201C) at character 1"),
+        ("sk-test-\nhunter22", "control character (U+000A) at character 9"),
+        ("sk-test-hunter22\x7f", "control character (U+007F) at character 17"),
+    ],
+)
+def test_a_key_that_cannot_be_sent_in_a_header_is_a_usage_error_that_never_shows_it(
+    fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch, provider: str, key: str, said: str
+) -> None:
+    # Every case became a retried "exception: UnicodeEncodeError" error.
+    variable = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+    monkeypatch.setenv(variable, key)
+    with pytest.raises(UsageError) as caught:
+        target(provider, fake_api)
+    message = str(caught.value)
+    assert message.startswith(f"{variable}: the API key holds a ")
+    assert said in message
+    assert "hunter22" not in message
+    assert fake_api.log == []
+
+
+def test_a_header_value_that_cannot_be_sent_is_a_usage_error_naming_the_header(
+    fake_api: FakeAPI,
+) -> None:
+    params = GenerationParams(headers=(("X-Gateway-Token", "\u201chunter22\u201d"),))
+    with pytest.raises(UsageError) as caught:
+        target("openai", fake_api, params)
+    message = str(caught.value)
+    assert message.startswith("--header 'X-Gateway-Token': the value holds a non-ASCII")
+    assert "hunter22" not in message
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_extra_headers_are_sent_and_are_secrets(fake_api: FakeAPI, provider: str) -> None:
     params = GenerationParams(headers=(("X-Gateway-Token", HEADER_SECRET), ("X-Team", "red")))

@@ -31,6 +31,7 @@ __all__ = [
     "HttpTarget",
     "api_completion",
     "api_key",
+    "check_base_url",
     "public_url",
     "secret_forms",
     "secret_variants",
@@ -79,7 +80,100 @@ def api_key(env_name: str, *, required: bool, provider: str) -> str | None:
             "variable with --api-key-env); keys are read from the environment only, so they "
             "stay out of shell history and process lists"
         )
+    unsendable = _unsendable(key)
+    if unsendable is not None:
+        # Sent as it is, it fails every request (h11 or the ASCII encoding refuses it); the
+        # key itself is never shown, only where the bad character is and what it is.
+        raise UsageError(
+            f"{env_name}: the API key holds {unsendable}, which cannot be sent in an HTTP "
+            "header; expected the key as printable ASCII (a key pasted with curly quotes or "
+            "a line break is the usual cause)"
+        )
     return key or None
+
+
+def _unsendable(value: str) -> str | None:
+    """What makes ``value`` unsendable as a header value (``None`` when nothing does).
+
+    Only the character's position and code point are named, never the value.
+    """
+    for i, char in enumerate(value, 1):
+        if ord(char) < 0x20 or ord(char) == 0x7F:
+            return f"a control character (U+{ord(char):04X}) at character {i}"
+        if ord(char) > 0x7E:
+            return f"a non-ASCII character (U+{ord(char):04X}) at character {i}"
+    return None
+
+
+def check_base_url(url: str, source: str) -> None:
+    """Refuse a base URL that no request could be sent to, before anything is sent.
+
+    Args:
+        url: The base URL as given.
+        source: Where it came from (``--base-url`` or the environment variable's name).
+
+    Raises:
+        UsageError: ``url`` is not an http(s) URL with a host, a valid port and no space or
+            control character. The message shows it without user info or query values.
+    """
+    shown = _shown_url(url)
+    expected = "expected an http:// or https:// URL such as http://localhost:8000/v1"
+    for i, char in enumerate(url, 1):
+        if ord(char) <= 0x20 or ord(char) == 0x7F:
+            what = "a space" if char == " " else f"a control character (U+{ord(char):04X})"
+            raise UsageError(
+                f"{source}: got {shown}, which holds {what} at character {i}; {expected}, "
+                "with no spaces (write a space as %20)"
+            )
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # a port out of range or not a number, a broken [IPv6] host
+        raise UsageError(
+            f"{source}: got {shown}, which is not a valid URL ({exc}); {expected}"
+        ) from None
+    if parts.scheme not in {"http", "https"}:
+        raise UsageError(f"{source}: got {shown}, {expected}")
+    if not parts.hostname:
+        raise UsageError(
+            f"{source}: got {shown}, which names no host (a missing '/' after the scheme, as "
+            f"in http:/host, is the usual cause); {expected}"
+        )
+    if port == 0:
+        raise UsageError(f"{source}: got {shown}, whose port is 0; {expected}, port 1 to 65535")
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        said = redact_secrets(str(exc), _url_secrets(url))
+        raise UsageError(
+            f"{source}: got {shown}, which is not a valid URL ({said}); {expected}"
+        ) from None
+
+
+def _shown_url(url: str) -> str:
+    """``url`` as an error message may show it: user info and query values hidden, quoted."""
+    head, _, fragment = url.partition("#")
+    head, qmark, query = head.partition("?")
+    scheme, sep, rest = head.partition("://")
+    if sep and "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    shown = scheme + sep + rest
+    if qmark:
+        pairs = (pair.partition("=") for pair in query.split("&"))
+        shown += "?" + "&".join(name + ("=***" if eq else "") for name, eq, _ in pairs)
+    if fragment:
+        shown += "#…"
+    return repr(shown)
+
+
+def _url_secrets(url: str) -> tuple[str, ...]:
+    """The user info and query values of ``url``, in every form (for messages about it)."""
+    head = url.partition("#")[0]
+    head, _, query = head.partition("?")
+    rest = head.partition("://")[2]
+    userinfo = rest.rpartition("@")[0] if "@" in rest else ""
+    values = [value for _, _, value in (pair.partition("=") for pair in query.split("&"))]
+    return secret_variants(secret_forms([*values, *userinfo.split(":"), userinfo]))
 
 
 def public_url(url: str) -> str:
@@ -108,7 +202,8 @@ class HttpTarget:
         concurrency: The most requests in flight (sizes the connection pool).
 
     Raises:
-        UsageError: The URL is not http(s), or a required key is missing.
+        UsageError: The URL is not an http(s) URL with a host and a valid port, a required
+            key is missing, or the key or a header value cannot be sent in a header.
     """
 
     provider: str
@@ -127,13 +222,24 @@ class HttpTarget:
         api_key_env: str | None = None,
         concurrency: int = 8,
     ) -> None:
-        base_url = base_url or os.environ.get(self.base_url_env) or self.default_base_url
+        if base_url:
+            check_base_url(base_url, "--base-url")
+        elif os.environ.get(self.base_url_env):
+            base_url = os.environ[self.base_url_env]
+            check_base_url(base_url, self.base_url_env)
+        else:
+            base_url = self.default_base_url
         required = self.key_required_for_any_url or base_url.rstrip("/") == self.default_base_url
         key = api_key(api_key_env or self.key_env, required=required, provider=self.provider)
+        for name, value in params.headers:
+            unsendable = _unsendable(value)
+            if unsendable is not None:
+                raise UsageError(
+                    f"--header {name!r}: the value holds {unsendable}, which cannot be sent "
+                    "in an HTTP header; expected printable ASCII"
+                )
         auth_headers = self.auth_headers(key)
         provider = self.provider
-        if urlsplit(base_url).scheme not in {"http", "https"}:
-            raise UsageError(f"--base-url: got {base_url!r}, expected an http:// or https:// URL")
         self.model = model
         self.spec = f"{provider}:{model}"
         self.base_url = base_url.rstrip("/")
