@@ -243,6 +243,41 @@ def test_openai_refusal_with_null_content_becomes_the_text(fake_api: FakeAPI) ->
     assert answer(target("openai", fake_api)).text == "I won't do that."
 
 
+@pytest.mark.parametrize("content", ["", "  \n", [], [{"type": "text", "text": " "}]])
+def test_openai_refusal_beside_content_without_visible_text_is_the_answer(
+    fake_api: FakeAPI, content: Any
+) -> None:
+    # With content "" (gateways turn null into ""), the refusal was ignored and the case
+    # scored as an empty answer: a fail, for a model that refused.
+    fake_api.reply = lambda *_: openai_body(
+        {"role": "assistant", "content": content, "refusal": "I won't do that."}
+    )
+    assert answer(target("openai", fake_api)).text == "I won't do that."
+
+
+def test_openai_content_with_text_beside_a_refusal_keeps_the_text(fake_api: FakeAPI) -> None:
+    fake_api.reply = lambda *_: openai_body(
+        {"role": "assistant", "content": "Here you go.", "refusal": "I won't do that."}
+    )
+    assert answer(target("openai", fake_api)).text == "Here you go."
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [{"type": "refusal", "refusal": "I won't do that."}],
+        [{"type": "text", "text": ""}, {"type": "refusal", "refusal": "I won't do that."}],
+        [{"type": "refusal", "refusal": "I won't "}, {"type": "refusal", "refusal": "do that."}],
+    ],
+    ids=["refusal-part", "empty-text-and-refusal-part", "two-refusal-parts"],
+)
+def test_openai_refusal_content_part_is_the_answer(fake_api: FakeAPI, parts: Any) -> None:
+    # It was a "malformed" error, retried --retries times, and the refusal was lost.
+    fake_api.reply = lambda *_: openai_body({"role": "assistant", "content": parts})
+    assert answer(target("openai", fake_api)).text == "I won't do that."
+    assert len(fake_api.log) == 1
+
+
 @pytest.mark.parametrize(
     "reply",
     [
