@@ -335,6 +335,56 @@ def test_anthropic_tool_use_without_text_is_a_no_answer_error_not_retried(
     assert error.message.startswith("the model called a tool instead of answering")
 
 
+SERVER_TOOL = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"q": "x"}}
+SEARCH_RESULT = {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []}
+
+
+@pytest.mark.parametrize(
+    ("content", "stop", "said"),
+    [
+        ([SERVER_TOOL], "pause_turn", "stop_reason 'pause_turn'"),
+        ([], "pause_turn", "stop_reason 'pause_turn'"),
+        ([{"type": "text", "text": " "}], "pause_turn", "stop_reason 'pause_turn'"),
+        ([SERVER_TOOL, SEARCH_RESULT], "end_turn", "server_tool_use, web_search_tool_result"),
+        ([{"type": "mcp_tool_use", "id": "m1", "name": "x", "input": {}}], None, "mcp_tool_use"),
+    ],
+    ids=["server-tool-paused", "nothing-paused", "blank-paused", "search-no-text", "mcp"],
+)
+def test_anthropic_paused_turn_or_server_tool_without_text_is_a_no_answer_error(
+    fake_api: FakeAPI, content: list[dict[str, Any]], stop: str | None, said: str
+) -> None:
+    # It was scored as an empty answer: a fail, even for the benign controls.
+    fake_api.reply = lambda *_: {
+        "type": "message",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop,
+    }
+    error = failure(target("anthropic", fake_api))
+    assert (error.kind, error.retryable) == ("no_answer", False)
+    assert said in error.message
+    assert len(fake_api.log) == 1
+
+
+def test_anthropic_text_beside_server_tool_blocks_is_the_answer(fake_api: FakeAPI) -> None:
+    fake_api.reply = lambda *_: {
+        "type": "message",
+        "model": "claude-test",
+        "content": [
+            {"type": "text", "text": "Let me search. "},
+            SERVER_TOOL,
+            SEARCH_RESULT,
+            {"type": "text", "text": "I can't help with that."},
+        ],
+        "stop_reason": "pause_turn",
+    }
+    completion = answer(target("anthropic", fake_api))
+    assert (completion.text, completion.finish_reason) == (
+        "Let me search. I can't help with that.",
+        "pause_turn",
+    )
+
+
 def test_openai_tool_call_with_text_keeps_the_text(fake_api: FakeAPI) -> None:
     message = {"role": "assistant", "content": "Let me look.", "tool_calls": [TOOL_CALL]}
     fake_api.reply = lambda *_: openai_body(message)
