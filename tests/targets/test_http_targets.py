@@ -1064,6 +1064,18 @@ def test_a_body_that_cannot_be_read_is_malformed(fake_api: FakeAPI, body: bytes)
     assert "the body is not JSON" in error.message
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_body_its_content_encoding_cannot_decode_is_malformed_and_retried(
+    fake_api: FakeAPI, encoding: str
+) -> None:
+    # httpx.DecodingError is no TransportError: it was kind "exception", never retried.
+    fake_api.raw_body = b'{"choices": []} but not compressed'
+    fake_api.raw_headers = {"Content-Encoding": encoding}
+    error = failure(target("openai", fake_api))
+    assert (error.kind, error.retryable) == ("malformed", True)
+    assert error.message.startswith("the body could not be decoded as its Content-Encoding says")
+
+
 @pytest.mark.parametrize(
     ("content", "kind"), [([], "content_filter"), ([{"type": "text", "text": "I can"}], None)]
 )

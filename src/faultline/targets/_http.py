@@ -342,6 +342,14 @@ class HttpTarget:
             ) from exc
         except httpx.TransportError as exc:
             raise self._failure("connection", f"connection failed: {_said(exc)}", exc) from exc
+        except httpx.DecodingError as exc:
+            # A body its Content-Encoding cannot decode (not gzip though it says gzip): a
+            # body that is not the JSON the API promises, as one cut short is; worth a retry.
+            raise self._failure(
+                "malformed",
+                f"the body could not be decoded as its Content-Encoding says: {_said(exc)}",
+                exc,
+            ) from exc
         finally:
             self._free.put_nowait(transport)
         if response.status_code >= 300:  # redirects are not followed: see _status_failure
