@@ -465,15 +465,64 @@ def test_anthropic_joins_text_blocks_and_skips_others(fake_api: FakeAPI) -> None
 @pytest.mark.parametrize(
     "reply",
     [
-        {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
         {"type": "message", "content": "plain text"},
         {"type": "message"},
     ],
-    ids=["error-object", "content-not-list", "no-content"],
+    ids=["content-not-list", "no-content"],
 )
 def test_anthropic_answer_without_content_list_is_malformed(fake_api: FakeAPI, reply: Any) -> None:
     fake_api.reply = lambda *_: reply
     assert failure(target("anthropic", fake_api)).kind == "malformed"
+
+
+def error_200(provider: str, error: Any) -> dict[str, Any]:
+    """An error body as a gateway sends it with HTTP 200, in the provider's shape."""
+    return {"error": error} if provider == "openai" else {"type": "error", "error": error}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("error", "kind", "retryable"),
+    [
+        ({"message": "Upstream returned 502 (quota)", "code": 502}, "server_error", True),
+        ({"message": "Upstream returned 503", "code": "503"}, "server_error", True),
+        ({"type": "overloaded_error", "message": "Overloaded"}, "server_error", True),
+        ({"type": "api_error", "message": "Internal"}, "server_error", True),
+        ({"message": "slow down", "code": 429}, "rate_limited", True),
+        ({"type": "rate_limit_error", "message": "slow down"}, "rate_limited", True),
+        ({"type": "invalid_request_error", "message": "prompt is too long"}, "bad_request", False),
+        ({"message": "context_length_exceeded", "status": 400}, "bad_request", False),
+        ({"message": "something odd happened"}, "malformed", True),
+        ("a plain error string", "malformed", True),
+    ],
+)
+def test_an_error_body_with_a_success_status_keeps_the_servers_message(
+    fake_api: FakeAPI, provider: str, error: Any, kind: str, retryable: bool
+) -> None:
+    # It was recorded as "the answer has no 'choices'" (or an Anthropic "error object"),
+    # the server's message lost, and always retried.
+    fake_api.reply = lambda *_: error_200(provider, error)
+    failed = failure(target(provider, fake_api))
+    assert (failed.kind, failed.retryable, failed.fatal) == (kind, retryable, False)
+    said = error if isinstance(error, str) else error["message"]
+    assert failed.message.startswith("the server answered HTTP 200 with an error")
+    assert failed.message.endswith(f": {said}")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_error_body_with_a_success_status_is_scrubbed_and_shortened(
+    fake_api: FakeAPI, provider: str
+) -> None:
+    params = GenerationParams(headers=(("X-Gateway-Token", HEADER_SECRET),))
+    message = f"bad key {KEY} and token {HEADER_SECRET} " + "x" * 2000
+    fake_api.reply = lambda *_: error_200(provider, {"message": message, "code": 500})
+    failed = failure(target(provider, fake_api, params), request(params=params))
+    assert failed.message.startswith(
+        "the server answered HTTP 200 with an error (code 500): bad key *** and token *** xxx"
+    )
+    assert KEY not in failed.message
+    assert HEADER_SECRET not in failed.message
+    assert len(failed.message) < 600
 
 
 # --------------------------------------------------------------------------- failures

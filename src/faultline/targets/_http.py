@@ -403,6 +403,44 @@ class HttpTarget:
             return CallError(kind, message, status=status, fatal=True)
         return CallError("bad_request", message, status=status)
 
+    def embedded_failure(self, error: object) -> CallError:
+        """The failure a success status carried in its body (``{"error": {...}}``).
+
+        Some gateways answer HTTP 200 with the error of the API behind them. The server's
+        message is kept (secrets removed, shortened, as for an error status), and the kind
+        follows what the error says: a 5xx, 408 or an overloaded or internal error is a
+        ``server_error`` and a 429 or a rate limit ``rate_limited`` (both retried), any other
+        4xx or an invalid-request, authentication or not-found error a ``bad_request`` (not
+        retried, and never fatal: a success status is not trusted to stop the run); an error
+        that says neither is ``malformed`` (retried, as any body that is not an answer).
+        """
+        message, code, names = "", None, ""
+        if isinstance(error, dict):
+            said = error.get("message")
+            message = said if isinstance(said, str) else ""
+            for field in ("code", "status"):
+                code = code or _status_code(error.get(field))
+            names = " ".join(
+                str(error[k]) for k in ("type", "code", "status") if isinstance(error.get(k), str)
+            ).lower()
+        elif isinstance(error, str):
+            message = error
+        text = _excerpt(self.redact(message))
+        head = "the server answered HTTP 200 with an error" + (f" (code {code})" if code else "")
+        full = f"{head}: {text}" if text else head
+        kind: FailureKind = "malformed"
+        if code == 429 or "rate_limit" in names:
+            kind = "rate_limited"
+        elif (code is not None and (code >= 500 or code == 408)) or any(
+            word in names for word in _SERVER_ERRORS
+        ):
+            kind = "server_error"
+        elif (code is not None and 400 <= code < 500) or any(
+            word in names for word in _REQUEST_ERRORS
+        ):
+            kind = "bad_request"
+        return CallError(kind, full)
+
     def redact(self, text: str) -> str:
         """``text`` without the target's secrets."""
         return redact_secrets(text, self.secrets)
@@ -521,6 +559,19 @@ def _error_text(response: httpx.Response) -> str:
     if isinstance(error, str):
         return error
     return response.text
+
+
+_SERVER_ERRORS = ("overloaded", "server_error", "api_error", "internal", "unavailable", "timeout")
+_REQUEST_ERRORS = ("invalid_request", "authentication", "permission", "not_found", "too_large")
+
+
+def _status_code(value: object) -> int | None:
+    """An HTTP status (100 to 599) an error object names, as a number or a string of digits."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+        return value
+    return None
 
 
 _QUIET_FAILURES = {

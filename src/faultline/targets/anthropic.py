@@ -58,6 +58,8 @@ class AnthropicTarget(HttpTarget):
         if p.temperature is not None:
             body["temperature"] = p.temperature
         data = await self.post_json("/v1/messages", body)
+        if data.get("type") == "error":
+            raise self.embedded_failure(data.get("error"))  # an error with a success status
         return _completion(data)
 
 

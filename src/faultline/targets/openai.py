@@ -52,6 +52,8 @@ class OpenAITarget(HttpTarget):
         if request.seed is not None:
             body["seed"] = request.seed
         data = await self.post_json("/chat/completions", body)
+        if "choices" not in data and data.get("error") is not None:
+            raise self.embedded_failure(data["error"])  # an error with a success status
         return _completion(data)
 
 
