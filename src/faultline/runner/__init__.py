@@ -52,6 +52,7 @@ from faultline.runner.lock import LOCK_NAME, run_lock
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
 from faultline.targets import GenerationParams, Request, Target, TargetOptions, open_target
+from faultline.targets.base import answer_identity
 
 __all__ = [
     "JOURNAL_NAME",
@@ -200,7 +201,9 @@ def run_probes(
                 or (retry_errors and recorded[key])
             ]
             store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
-            journal.start(None if store is None else partial(store.put_answers, described))
+            journal.start(
+                None if store is None else partial(store.put_answers, answer_identity(opened))
+            )
             try:
                 sitting = asyncio.run(
                     _send(

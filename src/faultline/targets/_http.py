@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
+import hashlib
 import json
 import os
 import re
@@ -294,6 +296,28 @@ class HttpTarget:
         self._free: asyncio.LifoQueue[httpx.AsyncHTTPTransport] = asyncio.LifoQueue()
         for transport in self._transports:
             self._free.put_nowait(transport)
+
+    @functools.cached_property
+    def private_digest(self) -> str | None:
+        """A digest of what selects the endpoint beyond :meth:`describe`, or ``None``.
+
+        The base URL whole (its user info and query: a gateway may pick the deployment by
+        a query value) and the ``--header`` names and values (a routing or virtual-key
+        header); ``None`` when the URL has neither and no header is given. The response
+        cache keys on it and ``--resume`` compares it, so another deployment's answers are
+        never reused or mixed in, while the values themselves are never written. The API
+        key is not part of it: a rotated key reaches the same model. PBKDF2-SHA256 with many
+        rounds, so a short password or query value cannot be found again by trying guesses.
+        """
+        p = self._parts
+        if not (p.query or p.username or p.password or self.params.headers):
+            return None
+        headers = sorted([name.lower(), value] for name, value in self.params.headers)
+        material = json.dumps({"base_url": self.base_url, "headers": headers}, sort_keys=True)
+        digest = hashlib.pbkdf2_hmac(
+            "sha256", material.encode("utf-8"), b"faultline target identity v1", 100_000
+        )
+        return digest.hex()
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         """The headers that carry the key (``key`` is ``None`` when there is none)."""
