@@ -185,7 +185,7 @@ def run_probes(
     described = opened.describe()
     fingerprint = {
         "probe_set": probe_set_digest(probe_set),  # the same probes in any order
-        "target": described,
+        "target": _recorded_target(opened, described),
         "params": {k: v for k, v in params.record().items() if k != "timeout"},
         "samples": samples,
     }
@@ -268,6 +268,18 @@ def run_probes(
             written=[responses, *scored.written],
             resumed=len(requests) - len(pending),
         )
+
+
+def _recorded_target(target: Target, described: dict[str, Any]) -> dict[str, Any]:
+    """The target as the journal's fingerprint records it, for ``--resume`` to compare.
+
+    An API target adds ``private``: the digest of its base URL's query and user info and its
+    ``--header`` names and values (``None`` without them), so that a resume against another
+    deployment is refused, while the values are never written.
+    """
+    if not hasattr(target, "private_digest"):
+        return described
+    return {**described, "private": target.private_digest}
 
 
 def _all_recorded(
