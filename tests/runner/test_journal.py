@@ -35,6 +35,7 @@ from tests.runner.support import (
     write_probes,
 )
 from tests.targets.fakeapi import FakeAPI, Fault
+from tests.targets.fakeproxy import FakeProxy
 
 # -- resume ------------------------------------------------------------------------------
 
@@ -400,6 +401,38 @@ def test_a_journal_recorded_before_the_digest_resumes_with_its_query(
 
     assert again.execution["sittings"] == 2
     assert again.execution["errors"] == 0
+
+
+def test_a_run_through_a_proxy_records_only_that_one_was_used(
+    fake_api: FakeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    out = tmp_path / "out"
+    with FakeProxy(fake_api.host, fake_api.port) as proxy:
+        proxy_url = proxy.url.replace("http://", "http://puser:proxy-secret-7@")
+        monkeypatch.setenv("HTTP_PROXY", proxy_url)
+        fake_api.plan(tag("p1"), [Fault.error(400)])
+        _run_at(probes, out, "http://model.test/v1")
+        first = report(out)["run"]["target"]
+        # The proxy is how the target was reached, not which: a resume without it (here,
+        # NO_PROXY; the cases left are then unreachable) is the same run.
+        monkeypatch.setenv("NO_PROXY", "model.test")
+        resumed = _run_at(probes, out, "http://model.test/v1", resume=True)
+        assert resumed.execution["sittings"] == 2
+        assert len(proxy.log) == 3
+
+    assert first == {
+        "spec": "openai:fake-model",
+        "provider": "openai",
+        "model": "fake-model",
+        "base_url": "http://model.test/v1",
+        "proxy": True,
+        "models": ["fake-model"],
+        "responses": first["responses"],
+    }
+    assert "proxy" not in report(out)["run"]["target"]
+    for secret in ("proxy-secret-7", proxy.url.removeprefix("http://")):
+        assert files_containing(out, secret) == []
 
 
 def test_resume_accepts_the_same_probes_in_another_order(fake_api: FakeAPI, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import importlib.util
 import json
 import math
 from typing import Any
@@ -30,16 +31,22 @@ from faultline.targets.openai import OpenAITarget
 from tests.targets import calls
 from tests.targets.calls import run
 from tests.targets.fakeapi import COMPLIANCE, REFUSAL, FakeAPI, Fault, Logged
+from tests.targets.fakeproxy import FakeProxy
 
 KEY = "sk-test-0123456789abcdef"
 HEADER_SECRET = "gw-token-9876543210"
 PROVIDERS = ["openai", "anthropic"]
+PROXY_VARIABLES = [
+    name
+    for scheme in ("http", "https", "all", "no")
+    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY")
+]
 
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both keys set to KEY, and no base URL from the environment of whoever runs the tests."""
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", *PROXY_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -1146,3 +1153,144 @@ def test_anthropic_refusal_stop_without_text_is_a_content_filter_error(
     error = failure(target("anthropic", fake_api))
     assert (error.kind, error.retryable) == (kind, False)
     assert "stop_reason 'refusal'" in error.message
+
+
+# --------------------------------------------------------------------------- proxies
+
+REMOTE = "http://model.test/v1"  # not loopback, and resolves nowhere: only a proxy reaches it
+
+
+@pytest.fixture
+def proxy(fake_api: FakeAPI) -> Any:
+    with FakeProxy(fake_api.host, fake_api.port) as running:
+        yield running
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+def test_an_http_target_goes_through_the_proxy_the_environment_names(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    # The proxy variables were ignored: behind a proxy, no remote API could be reached.
+    monkeypatch.setenv(variable, proxy.url)
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=REMOTE + "?dep=q1")
+    assert answer(t).text == REFUSAL
+    assert [r.target for r in proxy.log] == [f"{REMOTE}/chat/completions?dep=q1"]
+    assert len(fake_api.log) == 1
+    assert t.describe()["proxy"] is True
+    assert proxy.url not in json.dumps(t.describe())
+
+
+def test_a_proxy_without_a_scheme_is_an_http_proxy(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.removeprefix("http://"))
+    answer(OpenAITarget("gpt-test", GenerationParams(), base_url=REMOTE))
+    assert len(proxy.log) == 1
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "[::1]"])
+def test_a_loopback_target_is_never_proxied(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("ALL_PROXY", proxy.url)
+    t = OpenAITarget("m", GenerationParams(), base_url=f"http://{host}:8000/v1")
+    close(t)
+    assert t.proxy is None
+    assert "proxy" not in t.describe()
+
+
+def test_a_loopback_target_is_answered_directly_with_a_proxy_set(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    answer(target("openai", fake_api))
+    assert proxy.log == []
+    assert len(fake_api.log) == 1
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "proxied"),
+    [
+        ("model.test", False),
+        (".test", False),
+        ("example.com, test", False),
+        ("*", False),
+        ("model.test:80", False),
+        ("model.test:8080", True),
+        ("other.test", True),
+        ("odel.test", True),
+        ("10.0.0.0/8", True),
+    ],
+)
+@pytest.mark.parametrize("variable", ["NO_PROXY", "no_proxy"])
+def test_no_proxy_names_the_hosts_reached_directly(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch, variable: str, no_proxy: str, proxied: bool
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv(variable, no_proxy)
+    t = OpenAITarget("m", GenerationParams(), base_url=REMOTE)
+    close(t)
+    assert (t.proxy is not None) == proxied
+
+
+def test_no_proxy_matches_an_address_in_a_cidr_block(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "10.0.0.0/8")
+    t = OpenAITarget("m", GenerationParams(), base_url="http://10.1.2.3:8000/v1")
+    close(t)
+    assert t.proxy is None
+
+
+def test_an_https_target_uses_https_proxy_not_http_proxy(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://wrong.example:1")
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+    t = OpenAITarget("m", GenerationParams(), base_url="https://model.test/v1")
+    close(t)
+    assert t.proxy == proxy.url
+    monkeypatch.delenv("HTTPS_PROXY")
+    t = OpenAITarget("m", GenerationParams(), base_url="https://model.test/v1")
+    close(t)
+    assert t.proxy is None
+
+
+def test_proxy_credentials_are_sent_and_are_secrets(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://puser:pp%40ss-hunter22@"))
+    fake_api.error_message = lambda _: "proxy said pp@ss-hunter22 and pp%40ss-hunter22"
+    fake_api.plan("boom", [Fault.error(400)])
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=REMOTE)
+    error = failure(t, request("boom"))
+    basic = base64.b64encode(b"puser:pp@ss-hunter22").decode()
+    assert proxy.log[0].headers["proxy-authorization"] == f"Basic {basic}"
+    assert "proxy-authorization" not in only(fake_api).headers  # the proxy's, not the API's
+    assert "hunter22" not in error.message
+    assert basic in t.secrets
+    assert "hunter22" not in json.dumps(t.describe())
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("http://puser:hunter22@127.0.0.1:99999", "expected a proxy URL"),
+        ("ftp://puser:hunter22@proxy.example:21", "a ftp:// proxy"),
+        ("socks5://puser:hunter22@proxy.example:1080", "socksio"),
+    ],
+)
+def test_a_proxy_that_cannot_be_used_is_a_usage_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str, said: str
+) -> None:
+    if "socks" in value and importlib.util.find_spec("socksio") is not None:
+        pytest.skip("socksio is installed: a SOCKS proxy is usable")
+    monkeypatch.setenv("HTTPS_PROXY", value)
+    with pytest.raises(UsageError) as caught:
+        OpenAITarget("m", GenerationParams(), base_url="https://model.test/v1")
+    message = str(caught.value)
+    assert message.startswith("HTTPS_PROXY: got '")
+    assert said in message
+    assert "hunter22" not in message

@@ -273,13 +273,15 @@ def run_probes(
 def _recorded_target(target: Target, described: dict[str, Any]) -> dict[str, Any]:
     """The target as the journal's fingerprint records it, for ``--resume`` to compare.
 
-    An API target adds ``private``: the digest of its base URL's query and user info and its
-    ``--header`` names and values (``None`` without them), so that a resume against another
-    deployment is refused, while the values are never written.
+    Whether a proxy was used is left out: it is how the target was reached, and may change
+    between sittings. An API target adds ``private``: the digest of its base URL's query and
+    user info and its ``--header`` names and values (``None`` without them), so that a
+    resume against another deployment is refused, while the values are never written.
     """
+    recorded = {k: v for k, v in described.items() if k != "proxy"}  # how, not whom
     if not hasattr(target, "private_digest"):
-        return described
-    return {**described, "private": target.private_digest}
+        return recorded
+    return {**recorded, "private": target.private_digest}
 
 
 def _all_recorded(

@@ -6,12 +6,22 @@ import asyncio
 import base64
 import functools
 import hashlib
+import importlib.util
+import ipaddress
 import json
 import os
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import (
+    SplitResult,
+    quote,
+    quote_plus,
+    unquote,
+    unquote_plus,
+    urlsplit,
+    urlunsplit,
+)
 
 import httpx
 import msgspec
@@ -34,6 +44,7 @@ __all__ = [
     "api_completion",
     "api_key",
     "check_base_url",
+    "environment_proxy",
     "public_url",
     "secret_forms",
     "secret_variants",
@@ -152,6 +163,103 @@ def check_base_url(url: str, source: str) -> None:
         ) from None
 
 
+_PROXY_SCHEMES = {"http", "https", "socks5", "socks5h"}
+
+
+def environment_proxy(target: SplitResult) -> str | None:
+    """The proxy the environment names for requests to ``target``, as curl and httpx find it.
+
+    ``http_proxy`` / ``HTTP_PROXY`` for an ``http://`` target, ``https_proxy`` /
+    ``HTTPS_PROXY`` for ``https://`` (the lower-case name first), else ``all_proxy`` /
+    ``ALL_PROXY``; none for a host that ``no_proxy`` / ``NO_PROXY`` names, nor for a
+    loopback host (``localhost``, 127.0.0.0/8, ``::1``), which is never proxied. As in
+    curl, a proxy given without a scheme is an HTTP proxy. ``HTTP_PROXY`` is ignored under
+    CGI (``REQUEST_METHOD`` set), where a client's ``Proxy:`` header would set it.
+
+    Raises:
+        UsageError: The proxy is not a URL faultline can use; the message names the
+            variable and hides the proxy's credentials.
+    """
+    host = target.hostname or ""
+    if _loopback(host):
+        return None
+    names = [f"{target.scheme}_proxy"]
+    if target.scheme != "http" or "REQUEST_METHOD" not in os.environ:
+        names.append(f"{target.scheme.upper()}_PROXY")
+    names += ["all_proxy", "ALL_PROXY"]
+    found = next(((n, os.environ[n].strip()) for n in names if os.environ.get(n, "").strip()), None)
+    if found is None:
+        return None
+    no_proxy = os.environ.get("no_proxy") or os.environ.get("NO_PROXY") or ""
+    if _bypassed(host, target.port or (443 if target.scheme == "https" else 80), no_proxy):
+        return None
+    name, proxy = found
+    if "://" not in proxy:
+        proxy = f"http://{proxy}"
+    shown = _shown_url(proxy)
+    expected = "expected a proxy URL such as http://proxy.example:3128"
+    scheme, _, rest = proxy.partition("://")
+    scheme = scheme.lower()
+    if scheme not in _PROXY_SCHEMES:
+        raise UsageError(f"{name}: got {shown}, a {scheme}:// proxy; {expected}")
+    try:
+        check_base_url(f"http://{rest}", name)  # a host, a valid port, no control character
+    except UsageError:
+        raise UsageError(f"{name}: got {shown}; {expected}") from None
+    if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
+        raise UsageError(
+            f"{name}: got {shown}, a SOCKS proxy, which needs the socksio package "
+            "(pip install 'httpx[socks]'); or set an http:// proxy"
+        )
+    return proxy
+
+
+def _bypassed(host: str, port: int, no_proxy: str) -> bool:
+    """Whether ``no_proxy`` names the host, as curl reads it.
+
+    Comma-separated entries: ``*`` (every host), a domain (itself and its subdomains, a
+    leading dot or not), an IP address or a CIDR block, each optionally with ``:PORT``.
+    """
+    host = host.lower()
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if entry == "*":
+            return True
+        if entry.startswith("["):  # [::1]:8080
+            entry, _, rest = entry[1:].partition("]")
+            wanted = rest.removeprefix(":")
+        elif entry.count(":") == 1:
+            entry, _, wanted = entry.partition(":")
+        else:
+            wanted = ""
+        if not entry or (wanted and wanted != str(port)):
+            continue
+        if "/" in entry:
+            try:
+                if address is not None and address in ipaddress.ip_network(entry, strict=False):
+                    return True
+            except ValueError:
+                pass
+            continue
+        entry = entry.lstrip(".")
+        if host == entry or host.endswith("." + entry):
+            return True
+    return False
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _shown_url(url: str) -> str:
     """``url`` as an error message may show it: user info and query values hidden, quoted."""
     head, _, fragment = url.partition("#")
@@ -252,6 +360,10 @@ class HttpTarget:
             value for _, _, value in (pair.partition("=") for pair in parts.query.split("&"))
         )
         userinfo = secret_forms(v for v in (parts.password,) if v)
+        self.proxy = environment_proxy(parts)
+        proxy_parts = urlsplit(self.proxy) if self.proxy else None
+        proxy_password = proxy_parts.password if proxy_parts else None
+        proxy_basic = _basic_auth(proxy_parts.username, proxy_password) if proxy_parts else None
         self.params = params
         # Header names are matched ignoring case: `--header 'authorization: …'` replaces the
         # key's Authorization header, where a second one was sent beside it (the key first).
@@ -276,6 +388,8 @@ class HttpTarget:
                 *query_values,
                 *userinfo,
                 *((basic,) if basic else ()),
+                *secret_forms(v for v in (proxy_password,) if v),
+                *((proxy_basic,) if proxy_basic else ()),
             )
         )
         # httpcore scans its whole pool on every request (an idle check and a poll() per
@@ -289,7 +403,9 @@ class HttpTarget:
         self._timeouts = httpx.Timeout(params.timeout).as_dict()
         self._transports = [
             httpx.AsyncHTTPTransport(
-                verify=tls, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
+                verify=tls,
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                proxy=self.proxy,
             )
             for _ in range(max(1, concurrency))
         ]
@@ -329,13 +445,19 @@ class HttpTarget:
         return urlunsplit((p.scheme, p.netloc, p.path.rstrip("/") + path, p.query, ""))
 
     def describe(self) -> dict[str, Any]:
-        """The target as the report records it (no key, no header values)."""
-        return {
+        """The target as the report records it (no key, no header values).
+
+        ``proxy: true`` says that the requests went through a proxy from the environment.
+        """
+        described: dict[str, Any] = {
             "spec": self.spec,
             "provider": self.provider,
             "model": self.model,
             "base_url": public_url(self.base_url),
         }
+        if self.proxy:
+            described["proxy"] = True  # that one was used; never its address or credentials
+        return described
 
     async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` and return the decoded JSON object.
