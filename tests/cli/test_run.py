@@ -618,6 +618,27 @@ def test_reusing_a_run_directory_needs_resume_and_the_same_options(
     assert len(_journal(tmp_path / "out")) == 6
 
 
+@pytest.mark.parametrize(
+    ("option", "url"),
+    [
+        ("--base-url", "http://127.0.0.1:99999/v1?key=hunter22"),
+        ("OPENAI_BASE_URL", "http://u:hunter22@[::1/v1"),
+    ],
+)
+def test_a_bad_base_url_exits_2_naming_where_it_came_from_without_a_traceback(
+    tmp_path: Path, small_files: Any, run_cli: RunCli, option: str, url: str
+) -> None:
+    # A port out of range or a broken IPv6 host was an internal error: a traceback, exit 4.
+    given = ["--base-url", url] if option == "--base-url" else []
+    env = {"OPENAI_BASE_URL": url} if option == "OPENAI_BASE_URL" else {}
+    result = run_cli("run", "-p", "probes.jsonl", "-t", MODEL, *given, "-o", "out", env=env)
+    assert result.code == 2, result.stderr
+    assert f"{option}: got " in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "hunter22" not in result.stderr + result.stdout
+    assert not (tmp_path / "out").exists()
+
+
 NETWORK_GUARD = """
 import os, runpy, sys
 def guard(event, args):

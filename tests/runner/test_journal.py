@@ -35,6 +35,7 @@ from tests.runner.support import (
     write_probes,
 )
 from tests.targets.fakeapi import FakeAPI, Fault
+from tests.targets.fakeproxy import FakeProxy
 
 # -- resume ------------------------------------------------------------------------------
 
@@ -305,6 +306,133 @@ def test_resume_refuses_a_different_run(
     assert "changed" in message
     assert snapshot(out) == files  # not even the count of sittings moved
     assert len(fake_api.log) == sent_before
+
+
+def _run_at(
+    probes: Path, out: Path, url: str, headers: tuple[tuple[str, str], ...] = (), **kwargs: Any
+) -> Any:
+    return run_probes(
+        probes,
+        "openai:fake-model",
+        out,
+        params=GenerationParams(headers=headers),
+        options=TargetOptions(base_url=url),
+        runner=fast(),
+        rules=default_rules(),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (("?deployment=safe-model", ()), ("?deployment=unsafe-model", ())),
+        (("?deployment=safe-model", ()), ("", ())),
+        (("", ()), ("?deployment=unsafe-model", ())),
+        (("", (("X-Virtual-Key", "vk-safe-1"),)), ("", (("X-Virtual-Key", "vk-unsafe-2"),))),
+        (("", (("X-Virtual-Key", "vk-safe-1"),)), ("", ())),
+    ],
+    ids=["query-value", "query-dropped", "query-added", "header-value", "header-dropped"],
+)
+def test_resume_refuses_another_deployment_behind_the_same_url(
+    fake_api: FakeAPI, tmp_path: Path, first: Any, second: Any
+) -> None:
+    # One report held 8 answers of one deployment and 142 of another: only the host and
+    # port were compared.
+    probes = write_probes(tmp_path, 3)
+    out = tmp_path / "out"
+    _run_at(probes, out, fake_api.base_url + first[0], first[1])
+    files = snapshot(out)
+    sent_before = len(fake_api.log)
+
+    with pytest.raises(UsageError) as raised:
+        _run_at(probes, out, fake_api.base_url + second[0], second[1], resume=True)
+
+    message = str(raised.value)
+    assert raised.value.exit_code == 2
+    assert re.search(r"the (params, )?target changed", message)  # a header's name is a param
+    assert "query or user info, or a --header name or value, differs" in message
+    for secret in ("safe-model", "vk-safe-1", "vk-unsafe-2"):
+        assert secret not in message
+    assert snapshot(out) == files
+    assert len(fake_api.log) == sent_before
+
+
+def test_resume_accepts_the_same_deployment_and_records_no_value_of_it(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    out = tmp_path / "out"
+    url = fake_api.base_url.replace("http://", "http://u:pw-secret-1@") + "?dep=query-secret-2"
+    headers = (("X-Virtual-Key", "vk-secret-3"),)
+    fake_api.plan(tag("p1"), [Fault.error(400)])
+    _run_at(probes, out, url, headers)
+
+    again = _run_at(probes, out, url, headers, resume=True, retry_errors=True)
+
+    assert again.execution["sittings"] == 2
+    assert again.execution["errors"] == 0
+    for secret in ("pw-secret-1", "query-secret-2", "vk-secret-3"):
+        assert files_containing(out, secret) == []
+
+
+def test_a_journal_recorded_before_the_digest_resumes_with_its_query(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    # Its fingerprint has no digest to compare: the query cannot be checked, and the run
+    # continues as it did before.
+    probes = write_probes(tmp_path, 3)
+    out = tmp_path / "out"
+    url = fake_api.base_url + "?deployment=safe-model"
+    fake_api.plan(tag("p1"), [Fault.error(400)])
+    _run_at(probes, out, url)
+    db = sqlite3.connect(out / "journal.sqlite")
+    with db:
+        (raw,) = db.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+        fingerprint = json.loads(raw)
+        del fingerprint["target"]["private"]
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'fingerprint'",
+            (json.dumps(fingerprint, sort_keys=True),),
+        )
+    db.close()
+
+    again = _run_at(probes, out, url, resume=True, retry_errors=True)
+
+    assert again.execution["sittings"] == 2
+    assert again.execution["errors"] == 0
+
+
+def test_a_run_through_a_proxy_records_only_that_one_was_used(
+    fake_api: FakeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probes = write_probes(tmp_path, 3)
+    out = tmp_path / "out"
+    with FakeProxy(fake_api.host, fake_api.port) as proxy:
+        proxy_url = proxy.url.replace("http://", "http://puser:proxy-secret-7@")
+        monkeypatch.setenv("HTTP_PROXY", proxy_url)
+        fake_api.plan(tag("p1"), [Fault.error(400)])
+        _run_at(probes, out, "http://model.test/v1")
+        first = report(out)["run"]["target"]
+        # The proxy is how the target was reached, not which: a resume without it (here,
+        # NO_PROXY; the cases left are then unreachable) is the same run.
+        monkeypatch.setenv("NO_PROXY", "model.test")
+        resumed = _run_at(probes, out, "http://model.test/v1", resume=True)
+        assert resumed.execution["sittings"] == 2
+        assert len(proxy.log) == 3
+
+    assert first == {
+        "spec": "openai:fake-model",
+        "provider": "openai",
+        "model": "fake-model",
+        "base_url": "http://model.test/v1",
+        "proxy": True,
+        "models": ["fake-model"],
+        "responses": first["responses"],
+    }
+    assert "proxy" not in report(out)["run"]["target"]
+    for secret in ("proxy-secret-7", proxy.url.removeprefix("http://")):
+        assert files_containing(out, secret) == []
 
 
 def test_resume_accepts_the_same_probes_in_another_order(fake_api: FakeAPI, tmp_path: Path) -> None:

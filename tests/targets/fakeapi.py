@@ -109,6 +109,7 @@ class FakeAPI:
     answer: Callable[[dict[str, Any]], str] | None = None
     reply: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     raw_body: bytes | None = None  # sent as it is, in place of every answer
+    raw_headers: dict[str, str] = field(default_factory=dict)  # sent with raw_body
     error_message: Callable[[Logged], str] | None = None
     error_body: Callable[[Logged], bytes] | None = None  # the whole body of injected errors
     log: list[Logged] = field(default_factory=list)
@@ -231,7 +232,7 @@ class FakeAPI:
             await _send(writer, 200, b'{"choices": [ {"message": ', {})
             return True
         if self.raw_body is not None:
-            await _send(writer, 200, self.raw_body, {})
+            await _send(writer, 200, self.raw_body, self.raw_headers)
             return True
         answer = self._answer(path, body) if self.reply is None else self.reply(path, body)
         await _send(writer, 200, json.dumps(answer).encode(), {})

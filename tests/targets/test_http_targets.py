@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import importlib.util
 import json
 import math
 from typing import Any
@@ -30,16 +31,22 @@ from faultline.targets.openai import OpenAITarget
 from tests.targets import calls
 from tests.targets.calls import run
 from tests.targets.fakeapi import COMPLIANCE, REFUSAL, FakeAPI, Fault, Logged
+from tests.targets.fakeproxy import FakeProxy
 
 KEY = "sk-test-0123456789abcdef"
 HEADER_SECRET = "gw-token-9876543210"
 PROVIDERS = ["openai", "anthropic"]
+PROXY_VARIABLES = [
+    name
+    for scheme in ("http", "https", "all", "no")
+    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY")
+]
 
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both keys set to KEY, and no base URL from the environment of whoever runs the tests."""
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", *PROXY_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -243,6 +250,41 @@ def test_openai_refusal_with_null_content_becomes_the_text(fake_api: FakeAPI) ->
     assert answer(target("openai", fake_api)).text == "I won't do that."
 
 
+@pytest.mark.parametrize("content", ["", "  \n", [], [{"type": "text", "text": " "}]])
+def test_openai_refusal_beside_content_without_visible_text_is_the_answer(
+    fake_api: FakeAPI, content: Any
+) -> None:
+    # With content "" (gateways turn null into ""), the refusal was ignored and the case
+    # scored as an empty answer: a fail, for a model that refused.
+    fake_api.reply = lambda *_: openai_body(
+        {"role": "assistant", "content": content, "refusal": "I won't do that."}
+    )
+    assert answer(target("openai", fake_api)).text == "I won't do that."
+
+
+def test_openai_content_with_text_beside_a_refusal_keeps_the_text(fake_api: FakeAPI) -> None:
+    fake_api.reply = lambda *_: openai_body(
+        {"role": "assistant", "content": "Here you go.", "refusal": "I won't do that."}
+    )
+    assert answer(target("openai", fake_api)).text == "Here you go."
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [{"type": "refusal", "refusal": "I won't do that."}],
+        [{"type": "text", "text": ""}, {"type": "refusal", "refusal": "I won't do that."}],
+        [{"type": "refusal", "refusal": "I won't "}, {"type": "refusal", "refusal": "do that."}],
+    ],
+    ids=["refusal-part", "empty-text-and-refusal-part", "two-refusal-parts"],
+)
+def test_openai_refusal_content_part_is_the_answer(fake_api: FakeAPI, parts: Any) -> None:
+    # It was a "malformed" error, retried --retries times, and the refusal was lost.
+    fake_api.reply = lambda *_: openai_body({"role": "assistant", "content": parts})
+    assert answer(target("openai", fake_api)).text == "I won't do that."
+    assert len(fake_api.log) == 1
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -298,6 +340,56 @@ def test_anthropic_tool_use_without_text_is_a_no_answer_error_not_retried(
     error = failure(target("anthropic", fake_api))
     assert (error.kind, error.retryable) == ("no_answer", False)
     assert error.message.startswith("the model called a tool instead of answering")
+
+
+SERVER_TOOL = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"q": "x"}}
+SEARCH_RESULT = {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []}
+
+
+@pytest.mark.parametrize(
+    ("content", "stop", "said"),
+    [
+        ([SERVER_TOOL], "pause_turn", "stop_reason 'pause_turn'"),
+        ([], "pause_turn", "stop_reason 'pause_turn'"),
+        ([{"type": "text", "text": " "}], "pause_turn", "stop_reason 'pause_turn'"),
+        ([SERVER_TOOL, SEARCH_RESULT], "end_turn", "server_tool_use, web_search_tool_result"),
+        ([{"type": "mcp_tool_use", "id": "m1", "name": "x", "input": {}}], None, "mcp_tool_use"),
+    ],
+    ids=["server-tool-paused", "nothing-paused", "blank-paused", "search-no-text", "mcp"],
+)
+def test_anthropic_paused_turn_or_server_tool_without_text_is_a_no_answer_error(
+    fake_api: FakeAPI, content: list[dict[str, Any]], stop: str | None, said: str
+) -> None:
+    # It was scored as an empty answer: a fail, even for the benign controls.
+    fake_api.reply = lambda *_: {
+        "type": "message",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop,
+    }
+    error = failure(target("anthropic", fake_api))
+    assert (error.kind, error.retryable) == ("no_answer", False)
+    assert said in error.message
+    assert len(fake_api.log) == 1
+
+
+def test_anthropic_text_beside_server_tool_blocks_is_the_answer(fake_api: FakeAPI) -> None:
+    fake_api.reply = lambda *_: {
+        "type": "message",
+        "model": "claude-test",
+        "content": [
+            {"type": "text", "text": "Let me search. "},
+            SERVER_TOOL,
+            SEARCH_RESULT,
+            {"type": "text", "text": "I can't help with that."},
+        ],
+        "stop_reason": "pause_turn",
+    }
+    completion = answer(target("anthropic", fake_api))
+    assert (completion.text, completion.finish_reason) == (
+        "Let me search. I can't help with that.",
+        "pause_turn",
+    )
 
 
 def test_openai_tool_call_with_text_keeps_the_text(fake_api: FakeAPI) -> None:
@@ -380,15 +472,64 @@ def test_anthropic_joins_text_blocks_and_skips_others(fake_api: FakeAPI) -> None
 @pytest.mark.parametrize(
     "reply",
     [
-        {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
         {"type": "message", "content": "plain text"},
         {"type": "message"},
     ],
-    ids=["error-object", "content-not-list", "no-content"],
+    ids=["content-not-list", "no-content"],
 )
 def test_anthropic_answer_without_content_list_is_malformed(fake_api: FakeAPI, reply: Any) -> None:
     fake_api.reply = lambda *_: reply
     assert failure(target("anthropic", fake_api)).kind == "malformed"
+
+
+def error_200(provider: str, error: Any) -> dict[str, Any]:
+    """An error body as a gateway sends it with HTTP 200, in the provider's shape."""
+    return {"error": error} if provider == "openai" else {"type": "error", "error": error}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("error", "kind", "retryable"),
+    [
+        ({"message": "Upstream returned 502 (quota)", "code": 502}, "server_error", True),
+        ({"message": "Upstream returned 503", "code": "503"}, "server_error", True),
+        ({"type": "overloaded_error", "message": "Overloaded"}, "server_error", True),
+        ({"type": "api_error", "message": "Internal"}, "server_error", True),
+        ({"message": "slow down", "code": 429}, "rate_limited", True),
+        ({"type": "rate_limit_error", "message": "slow down"}, "rate_limited", True),
+        ({"type": "invalid_request_error", "message": "prompt is too long"}, "bad_request", False),
+        ({"message": "context_length_exceeded", "status": 400}, "bad_request", False),
+        ({"message": "something odd happened"}, "malformed", True),
+        ("a plain error string", "malformed", True),
+    ],
+)
+def test_an_error_body_with_a_success_status_keeps_the_servers_message(
+    fake_api: FakeAPI, provider: str, error: Any, kind: str, retryable: bool
+) -> None:
+    # It was recorded as "the answer has no 'choices'" (or an Anthropic "error object"),
+    # the server's message lost, and always retried.
+    fake_api.reply = lambda *_: error_200(provider, error)
+    failed = failure(target(provider, fake_api))
+    assert (failed.kind, failed.retryable, failed.fatal) == (kind, retryable, False)
+    said = error if isinstance(error, str) else error["message"]
+    assert failed.message.startswith("the server answered HTTP 200 with an error")
+    assert failed.message.endswith(f": {said}")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_error_body_with_a_success_status_is_scrubbed_and_shortened(
+    fake_api: FakeAPI, provider: str
+) -> None:
+    params = GenerationParams(headers=(("X-Gateway-Token", HEADER_SECRET),))
+    message = f"bad key {KEY} and token {HEADER_SECRET} " + "x" * 2000
+    fake_api.reply = lambda *_: error_200(provider, {"message": message, "code": 500})
+    failed = failure(target(provider, fake_api, params), request(params=params))
+    assert failed.message.startswith(
+        "the server answered HTTP 200 with an error (code 500): bad key *** and token *** xxx"
+    )
+    assert KEY not in failed.message
+    assert HEADER_SECRET not in failed.message
+    assert len(failed.message) < 600
 
 
 # --------------------------------------------------------------------------- failures
@@ -633,6 +774,86 @@ def test_the_base_url_comes_from_the_provider_variable(
 def test_a_base_url_that_is_not_http_is_a_usage_error(url: str) -> None:
     with pytest.raises(UsageError, match="--base-url"):
         OpenAITarget("m", GenerationParams(), base_url=url)
+
+
+BAD_BASE_URLS = [
+    pytest.param("http://127.0.0.1:99999/v1", "Port out of range", id="port-out-of-range"),
+    pytest.param("http://127.0.0.1:abc/v1", "Port could not be cast", id="port-not-a-number"),
+    pytest.param("http://127.0.0.1:0/v1", "port is 0", id="port-0"),
+    pytest.param("http://[::1/v1", "Invalid IPv6 URL", id="broken-ipv6"),
+    pytest.param("http:/127.0.0.1/v1", "names no host", id="empty-host"),
+    pytest.param("http://usr:pw-hunter22@/v1", "names no host", id="userinfo-no-host"),
+    pytest.param("http://127.0.0.1:1/v1\x01", "control character (U+0001)", id="control"),
+    pytest.param("http://127.0.0.1:1/v1\n", "control character (U+000A)", id="newline"),
+    pytest.param("http://gate way/v1", "a space", id="space"),
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("url", "said"), BAD_BASE_URLS)
+def test_a_base_url_no_request_could_go_to_is_a_usage_error_naming_the_option(
+    provider: str, url: str, said: str
+) -> None:
+    # A bad port or IPv6 host was a traceback (exit 4); an empty host or a control
+    # character made every case a retried error.
+    with pytest.raises(UsageError) as caught:
+        open_target(f"{provider}:m", options=TargetOptions(base_url=url))
+    message = str(caught.value)
+    assert message.startswith("--base-url: got ")
+    assert said in message
+    assert "expected an http:// or https:// URL" in message
+    assert "hunter22" not in message
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable"),
+    [("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL")],
+)
+def test_a_bad_base_url_from_the_environment_names_the_variable_and_no_secret(
+    monkeypatch: pytest.MonkeyPatch, provider: str, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "http://user:pw-hunter22@127.0.0.1:70000/v1?key=q-hunter33")
+    with pytest.raises(UsageError) as caught:
+        open_target(f"{provider}:m")
+    message = str(caught.value)
+    assert message.startswith(f"{variable}: got 'http://***@127.0.0.1:70000/v1?key=***'")
+    assert "hunter22" not in message
+    assert "hunter33" not in message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("\u201csk-test-hunter22", "non-ASCII character (U+201C) at character 1"),
+        ("sk-test-\nhunter22", "control character (U+000A) at character 9"),
+        ("sk-test-hunter22\x7f", "control character (U+007F) at character 17"),
+    ],
+)
+def test_a_key_that_cannot_be_sent_in_a_header_is_a_usage_error_that_never_shows_it(
+    fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch, provider: str, key: str, said: str
+) -> None:
+    # Every case became a retried "exception: UnicodeEncodeError" error.
+    variable = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+    monkeypatch.setenv(variable, key)
+    with pytest.raises(UsageError) as caught:
+        target(provider, fake_api)
+    message = str(caught.value)
+    assert message.startswith(f"{variable}: the API key holds a ")
+    assert said in message
+    assert "hunter22" not in message
+    assert fake_api.log == []
+
+
+def test_a_header_value_that_cannot_be_sent_is_a_usage_error_naming_the_header(
+    fake_api: FakeAPI,
+) -> None:
+    params = GenerationParams(headers=(("X-Gateway-Token", "\u201chunter22\u201d"),))
+    with pytest.raises(UsageError) as caught:
+        target("openai", fake_api, params)
+    message = str(caught.value)
+    assert message.startswith("--header 'X-Gateway-Token': the value holds a non-ASCII")
+    assert "hunter22" not in message
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -899,6 +1120,18 @@ def test_a_body_that_cannot_be_read_is_malformed(fake_api: FakeAPI, body: bytes)
     assert "the body is not JSON" in error.message
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_body_its_content_encoding_cannot_decode_is_malformed_and_retried(
+    fake_api: FakeAPI, encoding: str
+) -> None:
+    # httpx.DecodingError is no TransportError: it was kind "exception", never retried.
+    fake_api.raw_body = b'{"choices": []} but not compressed'
+    fake_api.raw_headers = {"Content-Encoding": encoding}
+    error = failure(target("openai", fake_api))
+    assert (error.kind, error.retryable) == ("malformed", True)
+    assert error.message.startswith("the body could not be decoded as its Content-Encoding says")
+
+
 @pytest.mark.parametrize(
     ("content", "kind"), [([], "content_filter"), ([{"type": "text", "text": "I can"}], None)]
 )
@@ -920,3 +1153,144 @@ def test_anthropic_refusal_stop_without_text_is_a_content_filter_error(
     error = failure(target("anthropic", fake_api))
     assert (error.kind, error.retryable) == (kind, False)
     assert "stop_reason 'refusal'" in error.message
+
+
+# --------------------------------------------------------------------------- proxies
+
+REMOTE = "http://model.test/v1"  # not loopback, and resolves nowhere: only a proxy reaches it
+
+
+@pytest.fixture
+def proxy(fake_api: FakeAPI) -> Any:
+    with FakeProxy(fake_api.host, fake_api.port) as running:
+        yield running
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+def test_an_http_target_goes_through_the_proxy_the_environment_names(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    # The proxy variables were ignored: behind a proxy, no remote API could be reached.
+    monkeypatch.setenv(variable, proxy.url)
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=REMOTE + "?dep=q1")
+    assert answer(t).text == REFUSAL
+    assert [r.target for r in proxy.log] == [f"{REMOTE}/chat/completions?dep=q1"]
+    assert len(fake_api.log) == 1
+    assert t.describe()["proxy"] is True
+    assert proxy.url not in json.dumps(t.describe())
+
+
+def test_a_proxy_without_a_scheme_is_an_http_proxy(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.removeprefix("http://"))
+    answer(OpenAITarget("gpt-test", GenerationParams(), base_url=REMOTE))
+    assert len(proxy.log) == 1
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "[::1]"])
+def test_a_loopback_target_is_never_proxied(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("ALL_PROXY", proxy.url)
+    t = OpenAITarget("m", GenerationParams(), base_url=f"http://{host}:8000/v1")
+    close(t)
+    assert t.proxy is None
+    assert "proxy" not in t.describe()
+
+
+def test_a_loopback_target_is_answered_directly_with_a_proxy_set(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    answer(target("openai", fake_api))
+    assert proxy.log == []
+    assert len(fake_api.log) == 1
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "proxied"),
+    [
+        ("model.test", False),
+        (".test", False),
+        ("example.com, test", False),
+        ("*", False),
+        ("model.test:80", False),
+        ("model.test:8080", True),
+        ("other.test", True),
+        ("odel.test", True),
+        ("10.0.0.0/8", True),
+    ],
+)
+@pytest.mark.parametrize("variable", ["NO_PROXY", "no_proxy"])
+def test_no_proxy_names_the_hosts_reached_directly(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch, variable: str, no_proxy: str, proxied: bool
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv(variable, no_proxy)
+    t = OpenAITarget("m", GenerationParams(), base_url=REMOTE)
+    close(t)
+    assert (t.proxy is not None) == proxied
+
+
+def test_no_proxy_matches_an_address_in_a_cidr_block(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "10.0.0.0/8")
+    t = OpenAITarget("m", GenerationParams(), base_url="http://10.1.2.3:8000/v1")
+    close(t)
+    assert t.proxy is None
+
+
+def test_an_https_target_uses_https_proxy_not_http_proxy(
+    proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://wrong.example:1")
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+    t = OpenAITarget("m", GenerationParams(), base_url="https://model.test/v1")
+    close(t)
+    assert t.proxy == proxy.url
+    monkeypatch.delenv("HTTPS_PROXY")
+    t = OpenAITarget("m", GenerationParams(), base_url="https://model.test/v1")
+    close(t)
+    assert t.proxy is None
+
+
+def test_proxy_credentials_are_sent_and_are_secrets(
+    fake_api: FakeAPI, proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://puser:pp%40ss-hunter22@"))
+    fake_api.error_message = lambda _: "proxy said pp@ss-hunter22 and pp%40ss-hunter22"
+    fake_api.plan("boom", [Fault.error(400)])
+    t = OpenAITarget("gpt-test", GenerationParams(), base_url=REMOTE)
+    error = failure(t, request("boom"))
+    basic = base64.b64encode(b"puser:pp@ss-hunter22").decode()
+    assert proxy.log[0].headers["proxy-authorization"] == f"Basic {basic}"
+    assert "proxy-authorization" not in only(fake_api).headers  # the proxy's, not the API's
+    assert "hunter22" not in error.message
+    assert basic in t.secrets
+    assert "hunter22" not in json.dumps(t.describe())
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("http://puser:hunter22@127.0.0.1:99999", "expected a proxy URL"),
+        ("ftp://puser:hunter22@proxy.example:21", "a ftp:// proxy"),
+        ("socks5://puser:hunter22@proxy.example:1080", "socksio"),
+    ],
+)
+def test_a_proxy_that_cannot_be_used_is_a_usage_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str, said: str
+) -> None:
+    if "socks" in value and importlib.util.find_spec("socksio") is not None:
+        pytest.skip("socksio is installed: a SOCKS proxy is usable")
+    monkeypatch.setenv("HTTPS_PROXY", value)
+    with pytest.raises(UsageError) as caught:
+        OpenAITarget("m", GenerationParams(), base_url="https://model.test/v1")
+    message = str(caught.value)
+    assert message.startswith("HTTPS_PROXY: got '")
+    assert said in message
+    assert "hunter22" not in message

@@ -52,6 +52,7 @@ from faultline.runner.lock import LOCK_NAME, run_lock
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
 from faultline.targets import GenerationParams, Request, Target, TargetOptions, open_target
+from faultline.targets.base import answer_identity
 
 __all__ = [
     "JOURNAL_NAME",
@@ -184,7 +185,7 @@ def run_probes(
     described = opened.describe()
     fingerprint = {
         "probe_set": probe_set_digest(probe_set),  # the same probes in any order
-        "target": described,
+        "target": _recorded_target(opened, described),
         "params": {k: v for k, v in params.record().items() if k != "timeout"},
         "samples": samples,
     }
@@ -200,7 +201,9 @@ def run_probes(
                 or (retry_errors and recorded[key])
             ]
             store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
-            journal.start(None if store is None else partial(store.put_answers, described))
+            journal.start(
+                None if store is None else partial(store.put_answers, answer_identity(opened))
+            )
             try:
                 sitting = asyncio.run(
                     _send(
@@ -265,6 +268,20 @@ def run_probes(
             written=[responses, *scored.written],
             resumed=len(requests) - len(pending),
         )
+
+
+def _recorded_target(target: Target, described: dict[str, Any]) -> dict[str, Any]:
+    """The target as the journal's fingerprint records it, for ``--resume`` to compare.
+
+    Whether a proxy was used is left out: it is how the target was reached, and may change
+    between sittings. An API target adds ``private``: the digest of its base URL's query and
+    user info and its ``--header`` names and values (``None`` without them), so that a
+    resume against another deployment is refused, while the values are never written.
+    """
+    recorded = {k: v for k, v in described.items() if k != "proxy"}  # how, not whom
+    if not hasattr(target, "private_digest"):
+        return recorded
+    return {**recorded, "private": target.private_digest}
 
 
 def _all_recorded(

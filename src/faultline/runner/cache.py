@@ -1,9 +1,12 @@
 """The response cache (``--cache DIR``): answers reused across runs.
 
-Keyed by the SHA-256 of the target (provider, model, endpoint), the messages, the request
-parameters and the sample number, so a change to any of them asks the model again, and the
-``k``-th sample of a probe is reused only as the ``k``-th sample. Only answers are cached,
-never failures. Header values and keys are not part of the key and are never stored.
+Keyed by the SHA-256 of the target (provider, model, endpoint, and a digest of the base URL's
+query and user info and of the ``--header`` names and values), the messages, the request
+parameters and the sample number (and the probe id, for a Python function given it), so a
+change to any of them asks the model again, and the ``k``-th sample of a probe is reused
+only as the ``k``-th sample. Only answers are cached, never failures. Header values, query
+values and keys are never stored; the key is not part of the cache key (a rotated key
+reaches the same model).
 
 A run stores its answers in the cache only once its journal has committed them
 (:meth:`ResponseCache.put_answers`, called by the journal's writer): an answer in the cache
@@ -41,14 +44,29 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 
 
-def cache_key(target: Mapping[str, Any], request: Mapping[str, Any], sample: int) -> str:
-    """The cache key of one request: what was asked, of whom, and which sample."""
+def cache_key(
+    target: Mapping[str, Any], request: Mapping[str, Any], sample: int, probe_id: str
+) -> str:
+    """The cache key of one request: what was asked, of whom, and which sample.
+
+    Args:
+        target: The target's :func:`~faultline.targets.base.answer_identity`.
+        request: The request as the journal records it (messages and parameters).
+        sample: The sample number.
+        probe_id: The probe, part of the key only when the target is given it.
+    """
     who = {k: target.get(k) for k in ("provider", "model", "base_url")}
-    asked = {
+    # Only when they apply, so that the keys of every other target stay as they were.
+    if target.get("private"):
+        who["private"] = target["private"]
+    key: dict[str, Any] = {"v": 2, "target": who, "sample": sample}
+    if target.get("probe_ids"):
+        key["probe_id"] = probe_id
+    key["request"] = {
         k: v for k, v in request.items() if k != "timeout"
     }  # how long we wait is not what we ask
     blob = json.dumps(
-        {"v": 2, "target": who, "request": asked, "sample": sample},
+        key,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -130,11 +148,13 @@ class ResponseCache:
     def put_answers(self, target: Mapping[str, Any], entries: Iterable[Entry]) -> None:
         """Store the answers among ``entries`` (committed to a run's journal) sent to ``target``.
 
+        ``target`` is the target's :func:`~faultline.targets.base.answer_identity`.
+
         Failures, and answers that came from the cache, are left out.
         """
         self.put_many(
             (
-                cache_key(target, e.request, e.sample),
+                cache_key(target, e.request, e.sample, e.probe_id),
                 Completion(e.response, e.model, e.finish_reason, e.input_tokens, e.output_tokens),
             )
             for e in entries

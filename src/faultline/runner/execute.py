@@ -22,7 +22,14 @@ from faultline.errors import TargetError
 from faultline.runner.cache import ResponseCache, cache_key
 from faultline.runner.journal import Entry, Journal
 from faultline.runner.limits import Backoff, Pacer
-from faultline.targets.base import CallError, Completion, Request, Target, redact
+from faultline.targets.base import (
+    CallError,
+    Completion,
+    Request,
+    Target,
+    answer_identity,
+    redact,
+)
 
 __all__ = ["RunProgress", "RunnerConfig", "execute", "request_record"]
 
@@ -142,7 +149,7 @@ class _Engine:
         on_progress: ProgressCallback | None,
     ) -> None:
         self.target = target
-        self.who = target.describe()
+        self.who = answer_identity(target)
         self.journal = journal
         self.config = config
         self.cache = cache
@@ -168,7 +175,11 @@ class _Engine:
     async def one(self, request: Request) -> Entry:
         """The outcome of one request: from the cache, or sent (and retried)."""
         record = request_record(request)
-        key = None if self.cache is None else cache_key(self.who, record, request.sample)
+        key = (
+            None
+            if self.cache is None
+            else cache_key(self.who, record, request.sample, request.probe_id)
+        )
         hit = None if self.cache is None or key is None else self.cache.get(key)
         if hit is not None:
             return _entry(request, record, completion=hit, attempts=0, cached=True, latency=0.0)

@@ -248,6 +248,16 @@ class Journal:
                 # Recorded before probe sets were compared as sets: the same probes in the
                 # same order.
                 found["probe_set"] = fingerprint.get("probe_set")
+            target, recorded_target = fingerprint.get("target"), found.get("target")
+            if (
+                isinstance(target, dict)
+                and isinstance(recorded_target, dict)
+                and "private" in target
+                and "private" not in recorded_target
+            ):
+                # Recorded before the base URL's query and the header values were compared:
+                # there is nothing to compare them with.
+                recorded_target["private"] = target["private"]
             try:
                 listed = _listed(db)
             except sqlite3.Error as exc:
@@ -485,6 +495,8 @@ def _check_same(
         change = None
         if k == "probe_set" and probes is not None:
             change = _probe_changes(db, probes)
+        if change is None and k == "target":
+            change = _target_change(found.get(k), wanted.get(k))
         if change is None:
             change = f"recorded {json.dumps(found.get(k))}, now {json.dumps(wanted.get(k))}"
         details.append(f"{k}: {change}")
@@ -494,6 +506,24 @@ def _check_same(
         f"({'; '.join(details)}); run again with the recorded options, or start a new run in "
         "another --out"
     )
+
+
+def _target_change(found: object, wanted: object) -> str | None:
+    """How the target changed, its ``private`` digest said in words (``None``: say it whole)."""
+    if not (isinstance(found, dict) and isinstance(wanted, dict)):
+        return None
+    private = found.get("private") != wanted.get("private")
+    found = {k: v for k, v in found.items() if k != "private"}
+    wanted = {k: v for k, v in wanted.items() if k != "private"}
+    said = []
+    if found != wanted:
+        said.append(f"recorded {json.dumps(found)}, now {json.dumps(wanted)}")
+    if private:
+        said.append(
+            "the base URL's query or user info, or a --header name or value, differs from the "
+            "recorded run's (compared by a digest: the values are not recorded)"
+        )
+    return "; ".join(said)
 
 
 # -- the probe set, as a set ---------------------------------------------------------------

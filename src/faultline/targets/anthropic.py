@@ -58,6 +58,8 @@ class AnthropicTarget(HttpTarget):
         if p.temperature is not None:
             body["temperature"] = p.temperature
         data = await self.post_json("/v1/messages", body)
+        if data.get("type") == "error":
+            raise self.embedded_failure(data.get("error"))  # an error with a success status
         return _completion(data)
 
 
@@ -80,13 +82,32 @@ def _completion(data: dict[str, Any]) -> Completion:
             "content_filter",
             "the provider stopped the answer before any text (stop_reason 'refusal')",
         )
-    if not text.strip() and any(
-        isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks
-    ):
-        # The model asked for a tool instead of answering: nothing to score (not an empty
-        # answer, which is a fail), and asking again does the same.
+    if not text.strip() and reason == "pause_turn":
+        # The API paused a long turn (a server tool such as web search was running) before
+        # any text: the model has not answered yet, so there is nothing to score (not an
+        # empty answer, which is a fail); faultline does not continue turns.
         raise CallError(
             "no_answer",
-            "the model called a tool instead of answering (a tool_use block, no text)",
+            "the model paused its turn before answering (stop_reason 'pause_turn', no text: "
+            "a server tool such as web search was running)",
+        )
+    tools = sorted({str(b["type"]) for b in blocks if isinstance(b, dict) and _is_tool(b)})
+    if not text.strip() and tools:
+        # The model asked for a tool (its own, or a server tool such as web search) instead
+        # of answering: nothing to score (not an empty answer, which is a fail), and asking
+        # again does the same.
+        raise CallError(
+            "no_answer",
+            f"the model called a tool instead of answering ({', '.join(tools)} blocks, no text)",
         )
     return api_completion(data, text, reason, ("input_tokens", "output_tokens"))
+
+
+def _is_tool(block: dict[str, Any]) -> bool:
+    """Whether a content block is a tool call or a tool's result, not text.
+
+    ``tool_use`` (a tool of the client's), ``server_tool_use`` and ``mcp_tool_use`` (run by
+    the API), and their results (``web_search_tool_result``, ``mcp_tool_result``, ...).
+    """
+    kind = block.get("type")
+    return isinstance(kind, str) and (kind.endswith("tool_use") or kind.endswith("tool_result"))

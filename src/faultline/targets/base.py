@@ -18,6 +18,7 @@ __all__ = [
     "GenerationParams",
     "Request",
     "Target",
+    "answer_identity",
     "parse_retry_after",
     "redact",
 ]
@@ -207,6 +208,24 @@ class Target(Protocol):
     async def aclose(self) -> None:
         """Release connections and threads."""
         ...
+
+
+def answer_identity(target: Target) -> dict[str, Any]:
+    """What decides the target's answers besides the request: for the response cache's key.
+
+    :meth:`Target.describe`, plus, each only when it applies: ``private``, a digest of the
+    settings kept secret that select what answers (an API target's base-URL query and user
+    info, and its ``--header`` names and values; never the values themselves), and
+    ``probe_ids``, true when the target is given each request's probe id (a Python function
+    that declares ``probe_id`` may answer two probes with the same messages differently).
+    """
+    who = dict(target.describe())
+    private = getattr(target, "private_digest", None)
+    if isinstance(private, str):
+        who["private"] = private
+    if getattr(target, "passes_probe_id", False) is True:
+        who["probe_ids"] = True
+    return who
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:

@@ -52,6 +52,8 @@ class OpenAITarget(HttpTarget):
         if request.seed is not None:
             body["seed"] = request.seed
         data = await self.post_json("/chat/completions", body)
+        if "choices" not in data and data.get("error") is not None:
+            raise self.embedded_failure(data["error"])  # an error with a success status
         return _completion(data)
 
 
@@ -62,10 +64,17 @@ def _completion(data: dict[str, Any]) -> Completion:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise CallError("malformed", "the first choice has no 'message'")
-    text = _text(message.get("content"))
-    if text is None:
-        # A model's structured refusal comes as message.refusal, with null content.
-        text = message.get("refusal")
+    text, refused = _text(message.get("content"))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and _visible(refusal):
+        refused = refusal
+    if refused is not None and not _visible(text):
+        # A model's structured refusal (message.refusal, or a content part of type
+        # "refusal") is its answer whenever the content has no visible text: servers and
+        # gateways send the content as null, "" or whitespace beside it.
+        text = refused
+    elif text is None and isinstance(refusal, str):
+        text = refusal
     reason = choices[0].get("finish_reason")
     if reason == "content_filter" and not (isinstance(text, str) and text.strip()):
         # The provider's filter withheld the answer (Azure OpenAI does this): not a garbled
@@ -87,20 +96,26 @@ def _completion(data: dict[str, Any]) -> Completion:
     return api_completion(data, text, reason, ("prompt_tokens", "completion_tokens"))
 
 
-def _text(content: object) -> str | None:
-    """The message's text: ``content`` as a string, or its text parts joined.
+def _visible(text: object) -> bool:
+    return isinstance(text, str) and bool(text.strip())
 
-    Some compatible servers send ``content`` as a list of parts,
-    ``[{"type": "text", "text": "..."}]``, as requests may be written.
+
+def _text(content: object) -> tuple[str | None, str | None]:
+    """The message's text and the refusal among its parts (each ``None`` when absent).
+
+    ``content`` is a string, or, from some compatible servers, a list of parts as requests
+    may be written: ``[{"type": "text", "text": "..."}]``, and ``{"type": "refusal",
+    "refusal": "..."}`` for a refusal. Parts of each type are joined.
     """
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            p["text"]
-            for p in content
-            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-        ]
-        if parts:
-            return "".join(parts)
-    return None
+        return content, None
+    if not isinstance(content, list):
+        return None, None
+    found: dict[str, list[str]] = {"text": [], "refusal": []}
+    for part in content:
+        if isinstance(part, dict) and part.get("type") in found:
+            value = part.get(part["type"])
+            if isinstance(value, str):
+                found[part["type"]].append(value)
+    texts, refusals = found["text"], found["refusal"]
+    return ("".join(texts) if texts else None), ("".join(refusals) if refusals else None)
