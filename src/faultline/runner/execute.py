@@ -91,23 +91,13 @@ class RunProgress:
 ProgressCallback = Callable[[RunProgress], None]
 
 
-def request_record(request: Request, *, probe_id: bool = False) -> dict[str, Any]:
-    """What the journal and the cache key record of a request: messages and parameters.
-
-    Args:
-        request: The request.
-        probe_id: Record the probe's id too: the target is given it (a ``python:`` function
-            that takes ``probe_id``), so two probes with the same messages may get different
-            answers, and must not share a cache entry.
-    """
-    record = {
+def request_record(request: Request) -> dict[str, Any]:
+    """What the journal and the cache key record of a request: messages and parameters."""
+    return {
         "messages": [dict(m) for m in request.messages],
         **request.params.record(),
         "seed": request.seed,
     }
-    if probe_id:
-        record["probe_id"] = request.probe_id
-    return record
 
 
 async def execute(
@@ -153,8 +143,6 @@ class _Engine:
     ) -> None:
         self.target = target
         self.who = target.describe()
-        # A target that is given the probe's id may answer by it (python: targets that take it).
-        self.by_probe_id = bool(getattr(target, "receives_probe_id", False))
         self.journal = journal
         self.config = config
         self.cache = cache
@@ -179,7 +167,7 @@ class _Engine:
 
     async def one(self, request: Request) -> Entry:
         """The outcome of one request: from the cache, or sent (and retried)."""
-        record = request_record(request, probe_id=self.by_probe_id)
+        record = request_record(request)
         key = None if self.cache is None else cache_key(self.who, record, request.sample)
         hit = None if self.cache is None or key is None else self.cache.get(key)
         if hit is not None:

@@ -117,8 +117,6 @@ class PythonTarget:
             getattr(self._fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
         )
         self._accepts = _accepted(self._fn)
-        self.receives_probe_id = "probe_id" in self._accepts
-        """Whether the function is given the probe's id: then it is part of the cache key."""
         # A call never waits for a thread: its timeout measures the call (see _threads).
         self._threads = None if self._async else CallThreads("faultline-target")
         self._slots = asyncio.Semaphore(concurrency)
