@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from faultline.errors import InputError
 from faultline.probes.loader import load_probes
 from faultline.runner import build_requests, run_probes
 from faultline.runner.cache import CACHE_NAME, ResponseCache, cache_key
@@ -395,3 +397,68 @@ def test_an_answer_paid_for_by_a_run_that_crashed_is_not_a_cache_hit_after_resum
     again = faultline_cli(tmp_path, *[a if a != "out" else "again" for a in args])
     assert again.code == 0, again.stdout + again.stderr
     assert "3 from the cache" in again.stdout
+
+
+REFUSING = 'def generate(messages):\n    return "I can\'t help with that."\n'
+
+
+def _not_a_cache(directory: Path, kind: str) -> Path:
+    directory.mkdir()
+    path = directory / CACHE_NAME
+    if kind == "garbage":
+        path.write_bytes(b"this is not an SQLite database, just bytes that were here first" * 4)
+    else:
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, response TEXT)")
+        db.execute("INSERT INTO answers VALUES ('k', 'kept')")
+        db.commit()
+        db.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("garbage", "is not a readable faultline response cache (file is not a database)"),
+        (
+            "other-schema",
+            "is not a faultline response cache: its table 'answers' has the columns (key, response), expected (key,",
+        ),
+    ],
+)
+def test_a_cache_file_that_is_not_a_cache_is_refused_before_the_run_starts(
+    tmp_path: Path, kind: str, said: str
+) -> None:
+    # Before: an internal error, a traceback and exit 4, with journal.sqlite and run.lock
+    # left in --out.
+    write_probes(tmp_path, 2)
+    (tmp_path / "refusing_model.py").write_text(REFUSING, encoding="utf-8")
+    path = _not_a_cache(tmp_path / "cache", kind)
+    before = path.read_bytes()
+
+    result = faultline_cli(
+        tmp_path,
+        *("run", "-p", "probes.jsonl", "-t", "python:refusing_model:generate"),
+        *("-o", "out", "--cache", "cache", "--rules-only"),
+    )
+
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert f"{Path('cache') / CACHE_NAME}: {said}" in message
+    assert "delete it" in message
+    assert "give --cache another directory" in message
+    assert not (tmp_path / "out").exists()  # nothing was made in --out
+    assert path.read_bytes() == before  # nor anything written to the file
+
+
+def test_a_cache_refused_by_the_library_leaves_the_run_directory_untouched(
+    fake_api: FakeAPI, tmp_path: Path
+) -> None:
+    probes = write_probes(tmp_path, 2)
+    _not_a_cache(tmp_path / "cache", "garbage")
+    with pytest.raises(InputError) as info:
+        run(fake_api, probes, tmp_path / "out", cache=tmp_path / "cache")
+    assert info.value.path == str(tmp_path / "cache" / CACHE_NAME)
+    assert not (tmp_path / "out").exists()
+    assert fake_api.log == []

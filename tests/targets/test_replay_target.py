@@ -272,3 +272,36 @@ def test_recorded_token_counts_are_replayed(tmp_path: Path) -> None:
     result = complete(ReplayTarget(str(write_jsonl(tmp_path / "r.jsonl", rows))), "a")
     assert isinstance(result, Completion)
     assert (result.input_tokens, result.output_tokens) == (7, 3)
+
+
+def test_a_path_with_a_hash_is_read_whole_when_that_file_exists(tmp_path: Path) -> None:
+    # Before, the spec was cut at its first '#': 'run#1/responses.jsonl' read as file 'run'.
+    (tmp_path / "run#1").mkdir()
+    path = write_jsonl(tmp_path / "run#1" / "responses.jsonl", ROWS)
+    target = open_target(f"replay:{path}")
+    assert isinstance(target, ReplayTarget)
+    assert target.path == path
+    assert target.chosen is None
+    result = complete(target, "a")
+    assert isinstance(result, Completion)
+    assert result.text == "a0"
+
+
+def test_a_path_with_a_hash_can_still_pick_a_model(tmp_path: Path) -> None:
+    (tmp_path / "run#1").mkdir()
+    path = write_jsonl(tmp_path / "run#1" / "responses.jsonl", TWO_MODELS)
+    target = ReplayTarget(f"{path}#m-2")
+    assert (target.path, target.chosen) == (path, "m-2")
+    assert target.spec == "replay:responses.jsonl#m-2"
+
+
+def test_a_model_name_with_a_hash_follows_the_file(tmp_path: Path) -> None:
+    rows = [{"probe_id": "a", "response": "x", "model": "m#2"}]
+    path = write_jsonl(tmp_path / "responses.jsonl", rows)
+    target = ReplayTarget(f"{path}#m#2")
+    assert (target.path, target.chosen) == (path, "m#2")
+
+
+def test_a_missing_file_with_a_hash_is_named_up_to_the_last_hash(tmp_path: Path) -> None:
+    with pytest.raises(ResponseError, match=r"run#1[/\\]missing\.jsonl"):
+        ReplayTarget(f"{tmp_path}/run#1/missing.jsonl#m-1")

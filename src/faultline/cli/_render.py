@@ -13,6 +13,8 @@ from faultline.cli._console import err, out, shown
 
 if TYPE_CHECKING:
     from faultline.pipeline import ScoreRun
+    from faultline.probes.model import Probe
+    from faultline.probes.probeset import ProbeSet
     from faultline.report.gates import GateResult
     from faultline.runner import ProbeRun
 
@@ -32,6 +34,34 @@ def render_warnings(scorer: dict[str, Any]) -> None:
 
     for mismatch in scorer_mismatches(scorer):
         err.print(Text.assemble(("Warning: ", "yellow"), shown(f"{mismatch.text}.")))
+
+
+def with_variants(probe_set: ProbeSet, transforms: tuple[str, ...]) -> ProbeSet:
+    """``probe_set`` with its attack variants; one line on stderr for the variants not made.
+
+    A variant whose input would equal its probe's (``leetspeak`` or ``homoglyph`` of a text
+    without the letters they swap) is not made (:func:`apply_transforms`); the line says how
+    many, under which transforms, and why, once for the whole set.
+    """
+    from faultline.probes.transforms import apply_transforms, parse_transforms
+
+    unchanged: dict[str, int] = {}
+
+    def count(_: Probe, name: str) -> None:
+        unchanged[name] = unchanged.get(name, 0) + 1
+
+    derived = apply_transforms(probe_set, parse_transforms(transforms), on_unchanged=count)
+    if unchanged:
+        total = sum(unchanged.values())
+        each = ", ".join(f"{name} {n:,}" for name, n in unchanged.items())
+        err.print(
+            shown(
+                f"faultline: {total:,} attack {'variant was' if total == 1 else 'variants were'} "
+                f"not made ({each}): the transform leaves the probe's input unchanged (it has "
+                "none of the letters the transform swaps), so the copy would carry no disguise"
+            )
+        )
+    return derived
 
 
 def render_run(run: ScoreRun | ProbeRun, command: str, seconds: float) -> None:

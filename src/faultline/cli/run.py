@@ -10,7 +10,7 @@ import click
 
 from faultline.cli._console import err, out, progress_seconds, run_progress, shown
 from faultline.cli._options import FiniteFloat, parse_config, scoring_options
-from faultline.cli._render import render_gates, render_run
+from faultline.cli._render import render_gates, render_run, with_variants
 from faultline.errors import UsageError
 
 if TYPE_CHECKING:
@@ -307,9 +307,8 @@ def _probe_set(probes: str, transforms: tuple[str, ...]) -> str | ProbeSet:
     if not transforms:
         return probes
     from faultline.probes.loader import load_probes
-    from faultline.probes.transforms import apply_transforms, parse_transforms
 
-    return apply_transforms(load_probes(probes), parse_transforms(transforms))
+    return with_variants(load_probes(probes), transforms)
 
 
 def _request_options(o: dict[str, Any]) -> tuple[GenerationParams, RunnerConfig]:

@@ -9,7 +9,7 @@ import click
 from faultline.cli._console import out as console
 from faultline.cli._console import progress, shown
 from faultline.cli._options import parse_config, scoring_options
-from faultline.cli._render import render_gates, render_run
+from faultline.cli._render import render_gates, render_run, with_variants
 
 
 @click.command("score")
@@ -116,7 +116,6 @@ def score_command(  # noqa: PLR0917 - click passes every option
     from faultline.calibration.attach import load_calibration
     from faultline.pipeline import score_files
     from faultline.probes.loader import load_probes
-    from faultline.probes.transforms import apply_transforms, parse_transforms
     from faultline.report.gates import evaluate_gates, parse_gate
 
     config = parse_config(pass_threshold, severity_weights, rules_only=rules_only, learned=learned)
@@ -128,7 +127,7 @@ def score_command(  # noqa: PLR0917 - click passes every option
     attached = None if calibration is None else load_calibration(calibration)
     probe_set = load_probes(probes)
     if transforms:
-        probe_set = apply_transforms(probe_set, parse_transforms(transforms))
+        probe_set = with_variants(probe_set, transforms)
     start = time.perf_counter()
     with progress("scoring") as on_progress:
         run = score_files(

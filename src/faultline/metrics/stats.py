@@ -74,6 +74,9 @@ def rate(part: float, whole: float) -> float | None:
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> list[float] | None:
     """The Wilson score interval for a proportion (95% by default), or ``None`` when n is 0.
 
+    The ends are exact where the formula's are by rounding alone: for 0 of n the lower end is
+    0.0 (not 5.55e-17), and for n of n the upper end is 1.0 (not 0.9999999999999999).
+
     Args:
         successes: How many of the ``n`` trials succeeded.
         n: How many trials.
@@ -85,7 +88,9 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return [max(0.0, centre - half), min(1.0, centre + half)]
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return [low, high]
 
 
 def _normal_two_sided(z: float) -> float:

@@ -26,7 +26,7 @@ import base64
 import codecs
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar, TypeAlias
 
 import msgspec
@@ -377,14 +377,24 @@ def parse_transforms(spec: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def apply_transforms(
-    probe_set: ProbeSet, names: str | Iterable[str], *, keep_original: bool = True
+    probe_set: ProbeSet,
+    names: str | Iterable[str],
+    *,
+    keep_original: bool = True,
+    on_unchanged: Callable[[Probe, str], None] | None = None,
 ) -> ProbeSet:
     """Derive a variant of every probe with each transform.
+
+    A variant whose input would equal its probe's is not made: ``leetspeak`` and ``homoglyph``
+    change nothing in a text without the letters they swap (Chinese, digits), and such a copy
+    would be counted as a disguise it does not carry.
 
     Args:
         probe_set: The probes to transform (benign controls included).
         names: Transform names: ``"base64,rot13"``, or a list of such.
         keep_original: Keep each original probe before its variants.
+        on_unchanged: Called with the probe and the transform's name for each variant not
+            made because its input would equal the probe's.
 
     Returns:
         A set named ``NAME+t1+t2``, with the same version, holding each probe (when kept)
@@ -397,7 +407,14 @@ def apply_transforms(
     probes: dict[str, Probe] = {}
     locations: dict[str, str] = {}
     for probe in probe_set:
-        made = [TRANSFORMS[name].apply(probe) for name in chosen]
+        made = []
+        for name in chosen:
+            variant = TRANSFORMS[name].apply(probe)
+            if variant.input == probe.input:  # no disguise at all: not a variant
+                if on_unchanged is not None:
+                    on_unchanged(probe, name)
+                continue
+            made.append(variant)
         for p in [probe, *made] if keep_original else made:
             if probes.setdefault(p.id, p) != p:
                 raise UsageError(

@@ -20,6 +20,7 @@ No file in it holds an API key or a header value.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
@@ -166,8 +167,9 @@ def run_probes(
         TargetError: The target rejected the run (a bad key, an unknown model).
         RecordingError: A file of ``out`` could not be written (a full disk): what was
             recorded is kept, and ``resume`` continues.
-        InputError: A probe set or rule pack is malformed, or the journal in ``out`` is
-            damaged or cannot be written.
+        InputError: A probe set or rule pack is malformed, the journal in ``out`` is
+            damaged or cannot be written, or ``cache`` holds a file that is not a response
+            cache (refused before anything is made in ``out``).
         KeyboardInterrupt: Interrupted; what was recorded stays for ``--resume``.
     """
     probe_set = probes if isinstance(probes, ProbeSet) else load_probes(probes)
@@ -189,7 +191,13 @@ def run_probes(
         "params": {k: v for k, v in params.record().items() if k != "timeout"},
         "samples": samples,
     }
-    with run_lock(out):  # one run in the directory at a time, until its reports are written
+    # The cache is opened (and checked) before anything is made in ``out``: a file that is
+    # not a cache stops the run with nothing to clean up. It is closed however the run ends.
+    store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
+    with (
+        contextlib.nullcontext() if store is None else contextlib.closing(store),
+        run_lock(out),  # one run in the directory at a time, until its reports are written
+    ):
         journal = Journal.open(out, fingerprint, resume=resume, probes=probe_set)
         try:
             requests = build_requests(probe_set, params, samples)
@@ -200,7 +208,6 @@ def run_probes(
                 if (key := (r.probe_id, r.sample)) not in recorded
                 or (retry_errors and recorded[key])
             ]
-            store = None if cache is None or opened.provider == "replay" else ResponseCache(cache)
             journal.start(
                 None if store is None else partial(store.put_answers, answer_identity(opened))
             )

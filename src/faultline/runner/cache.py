@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline._util.text import well_formed
-from faultline.errors import RecordingError
+from faultline.errors import InputError, RecordingError
 from faultline.runner.journal import Entry
 from faultline.targets.base import Completion
 
@@ -42,6 +42,8 @@ CREATE TABLE IF NOT EXISTS answers (
     output_tokens INTEGER
 );
 """
+_COLUMNS = ("key", "response", "model", "finish_reason", "input_tokens", "output_tokens")
+_WHAT_TO_DO = "delete it (the cache is rebuilt as runs answer), or give --cache another directory"
 
 
 def cache_key(
@@ -82,27 +84,60 @@ class ResponseCache:
 
     Args:
         directory: Where the cache lives (created if missing).
+
+    Raises:
+        InputError: The directory cannot be made, or ``responses.sqlite`` in it is not a
+            faultline cache (not an SQLite database, or its ``answers`` table has other
+            columns) or cannot be opened or written; the message names the file, says what
+            is wrong and what to do. Nothing in the file is changed then.
     """
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            raise InputError(
+                f"cannot be made a cache directory ({reason}); expected a directory faultline "
+                "can write: give --cache another directory",
+                path=self.directory,
+                field="--cache",
+            ) from None
         self.path = self.directory / CACHE_NAME
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.executescript(_DDL)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _unusable(self.path, exc) from None
+        try:
+            self._db.execute("PRAGMA busy_timeout=10000")
+            _check_schema(self._db, self.path)  # before anything is written to it
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_DDL)
+        except InputError:
+            self._db.close()
+            raise
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise _unusable(self.path, exc) from None
         self._lock = threading.Lock()
         self.hits = 0
 
     def get(self, key: str) -> Completion | None:
-        """The cached answer for ``key``, or ``None``."""
+        """The cached answer for ``key``, or ``None``.
+
+        Raises:
+            InputError: The cache cannot be read (damaged since it was opened).
+        """
         with self._lock:
-            row = self._db.execute(
-                "SELECT response, model, finish_reason, input_tokens, output_tokens FROM answers WHERE key = ?",
-                (key,),
-            ).fetchone()
+            try:
+                row = self._db.execute(
+                    "SELECT response, model, finish_reason, input_tokens, output_tokens FROM answers WHERE key = ?",
+                    (key,),
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise _unusable(self.path, exc, during_run=True) from None
         if row is None:
             return None
         self.hits += 1
@@ -164,3 +199,42 @@ class ResponseCache:
     def close(self) -> None:
         """Close the database."""
         self._db.close()
+
+
+def _check_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Raise :class:`InputError` unless ``db`` is empty or holds a faultline cache.
+
+    Reading the schema is what shows a file that is not an SQLite database at all; one row is
+    read too, so that a table that cannot be read shows here rather than halfway through a run.
+    """
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "answers" not in tables:
+        return
+    columns = tuple(row[1] for row in db.execute("PRAGMA table_info(answers)"))
+    if columns != _COLUMNS:
+        raise InputError(
+            f"is not a faultline response cache: its table 'answers' has the columns "
+            f"({', '.join(columns)}), expected ({', '.join(_COLUMNS)}); {_WHAT_TO_DO}",
+            path=path,
+        )
+    db.execute(f"SELECT {', '.join(_COLUMNS)} FROM answers LIMIT 1").fetchall()
+
+
+def _unusable(path: Path, exc: sqlite3.Error, *, during_run: bool = False) -> InputError:
+    """The error for a cache SQLite could not open or read: what is wrong and what to do."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        what = f"is locked by another program ({exc}); close what holds it open and run again"
+    elif code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
+        what = (
+            f"cannot be opened for writing ({exc}); make it writable, or give --cache "
+            "another directory"
+        )
+    else:
+        what = f"is not a readable faultline response cache ({exc}); {_WHAT_TO_DO}"
+    if during_run:
+        what += (
+            "; the answers this run recorded are kept in its journal: run the same command "
+            "with --resume (and another --cache, or none) to send only the rest"
+        )
+    return InputError(what, path=path)

@@ -4,7 +4,10 @@ How the demo and the tests run the whole runner without a model, and how a recor
 re-scored through the same path. A record with ``error`` replays as that failure, with its
 ``kind``, ``status``, ``message`` and ``attempts`` as recorded (never retried); a probe
 and sample the file does not answer is an ``error`` case. When the file holds several
-models' answers, ``replay:FILE#MODEL`` picks one.
+models' answers, ``replay:FILE#MODEL`` picks one. A path may hold ``#`` itself
+(``replay:run#1/responses.jsonl``): the whole spec is the path when that file exists, and
+otherwise the model follows the last ``#`` whose path before it exists (the last ``#`` when
+none does, so that the error names the file).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class ReplayTarget:
     secrets: tuple[str, ...] = ()
 
     def __init__(self, ref: str) -> None:
-        path_text, _, chosen = ref.partition("#")
+        path_text, chosen = _path_and_model(ref)
         self.path = Path(path_text)
         self.model = ref
         self.spec = f"replay:{self.path.name}" + (f"#{chosen}" if chosen else "")
@@ -120,6 +123,22 @@ def _recorded_failure(error: str | Mapping[str, Any]) -> CallError:
 def _count(value: Any) -> int | None:
     """A recorded whole number (a status, a count of attempts), or ``None``: never a bool."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _path_and_model(ref: str) -> tuple[str, str]:
+    """The file and the model (``""``: none) of ``FILE`` or ``FILE#MODEL``.
+
+    ``FILE`` may hold ``#``: the whole of ``ref`` is the file when it exists; otherwise the
+    model is what follows the last ``#`` that has an existing file before it, or, when none
+    has, the last ``#``.
+    """
+    if "#" not in ref or Path(ref).is_file():
+        return ref, ""
+    cuts = [i for i, ch in enumerate(ref) if ch == "#"]
+    for cut in reversed(cuts):
+        if Path(ref[:cut]).is_file():
+            return ref[:cut], ref[cut + 1 :]
+    return ref[: cuts[-1]], ref[cuts[-1] + 1 :]
 
 
 def _duplicate(
