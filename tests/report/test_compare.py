@@ -738,6 +738,21 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
             ' {"overall": {}, "by_transform": {"b64": {"by_category": {"a": {"pass_rate": 1, "n": []}}}}}}',
             ["field 'aggregate_metrics.by_transform.b64.by_category.a.n'", "[]"],
         ),
+        (  # the category's size was shown with {:,}: a TypeError traceback, exit 4
+            '{"schema_version": "1", "run": {}, "cases": [],'
+            ' "aggregate_metrics": {"overall": {}, "by_category": {"a": {"pass_rate": 1, "n": null}}}}',
+            ["field 'aggregate_metrics.by_category.a.n'", "whole number", "None"],
+        ),
+        (
+            '{"schema_version": "1", "run": {}, "cases": [], "aggregate_metrics":'
+            ' {"overall": {}, "by_transform": {"b64": {"pass_rate": 1, "scored": -1}}}}',
+            ["field 'aggregate_metrics.by_transform.b64.scored'", "whole number", "-1"],
+        ),
+        (
+            '{"schema_version": "1", "run": {}, "cases": [],'
+            ' "aggregate_metrics": {"overall": {}, "by_category": {"a": {"pass_rate": 1, "n": 2.5}}}}',
+            ["field 'aggregate_metrics.by_category.a.n'", "2.5"],
+        ),
         (
             '{"schema_version": "1", "run": {}, "aggregate_metrics": {"overall": {}}, "cases": ['
             '{"case_id": "a", "probe_id": "a", "status": "pass"},'
