@@ -121,10 +121,7 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
     report, p = decode_report_file(path, _DECODER)
     check_required(report, p, (CASES_FIELD[report.schema_version],))
     if not isinstance(report.cases_file, msgspec.UnsetType):  # its cases are in cases.parquet
-        report.cases = [
-            msgspec.convert(c, _Case)
-            for c in read_cases(cases_file_path(p, report.cases_file), _Case.__struct_fields__)
-        ]
+        report.cases = _parquet_cases(cases_file_path(p, report.cases_file))
     assert isinstance(report.cases, list)  # schema 1 has its cases, schema 2 read them
     _check(report.aggregate_metrics, report.cases, p)
     return {
@@ -134,6 +131,17 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
         "cases": report.cases,
         "aggregate_metrics": report.aggregate_metrics,
     }
+
+
+def _parquet_cases(path: Path) -> list[_Case]:
+    """The cases of a cases.parquet, its rows checked as read (``read_cases``)."""
+    cases = []
+    for i, row in enumerate(read_cases(path, _Case.__struct_fields__)):
+        try:
+            cases.append(msgspec.convert(row, _Case))
+        except msgspec.ValidationError as exc:  # read_cases checks each row: a safety net
+            raise InputError(f"row {i} of the cases table: {exc}", path=path) from None
+    return cases
 
 
 def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:

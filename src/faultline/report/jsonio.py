@@ -168,7 +168,9 @@ def cases_file_path(report_path: Path, cases_file: Mapping[str, Any]) -> Path:
     """The cases.parquet a schema 2 report names, checked to be the one report.json describes.
 
     Its SHA-256 must be ``cases_file.sha256``: a cases table of another run (copied over, or
-    left by an earlier run) would pair this run's metrics with another run's cases.
+    left by an earlier run) would pair this run's metrics with another run's cases; and it
+    must hold ``cases_file.rows`` rows. Its rows are checked as they are read
+    (:func:`faultline.report.parquet.iter_case_rows`).
 
     Raises:
         InputError: The file is missing, unreadable, or not the one report.json describes.
@@ -192,6 +194,9 @@ def cases_file_path(report_path: Path, cases_file: Mapping[str, Any]) -> Path:
             "Keep each run's report.json and cases.parquet together",
             path=path,
         )
+    from faultline.report.parquet import check_row_count
+
+    check_row_count(path, cases_file.get("rows"))
     return path
 
 
