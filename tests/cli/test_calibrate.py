@@ -747,8 +747,58 @@ IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "a-rule-twice",
-        {"rules": [_rule(), _rule(fired_when_positive=0, fired_when_negative=3, precision=0.0)]},
+        {
+            "rules": [
+                _rule(),
+                _rule(
+                    fired_when_positive=0,
+                    fired_when_negative=3,
+                    precision=0.0,
+                    precision_ci95=[0.0, 0.561],
+                ),
+            ]
+        },
         "field 'rules[1].label': boundary rule 'refusal.cannot_help' is already rules[0]",
+    ),
+    (  # was accepted, and report.md printed 0.010 [0.900, 0.950] for 751 of 753
+        "precision-not-its-counts",
+        {
+            "rules": [
+                _rule(
+                    fired=753,
+                    fired_when_positive=751,
+                    fired_when_negative=2,
+                    precision=0.01,
+                    precision_ci95=[0.9, 0.95],
+                )
+            ]
+        },
+        "field 'rules[0].precision': got 0.01, expected fired_when_positive / fired = 751/753 = 0.997",
+    ),
+    (  # a safe rule agrees when the row is labelled not harmful
+        "safe-precision-of-the-wrong-count",
+        {"rules": [_rule(kind="safe", label="safe.x", precision=1.0)]},
+        "field 'rules[0].precision': got 1.0, expected fired_when_negative / fired = 0/3 = 0.000",
+    ),
+    (
+        "precision-of-a-rule-that-never-fired",
+        {"rules": [_rule(fired=0, fired_when_positive=0, precision=0.5, precision_ci95=None)]},
+        "field 'rules[0].precision': got 0.5 for a rule that never fired",
+    ),
+    (
+        "interval-of-a-rule-that-never-fired",
+        {"rules": [_rule(fired=0, fired_when_positive=0, precision=None)]},
+        "field 'rules[0].precision_ci95': got [0.439, 1.0] for a rule that never fired",
+    ),
+    (
+        "no-precision-for-a-rule-that-fired",
+        {"rules": [_rule(precision=None)]},
+        "field 'rules[0].precision': got None, expected fired_when_positive / fired = 3/3",
+    ),
+    (
+        "interval-without-its-point",
+        {"rules": [_rule(precision_ci95=[0.2, 0.5])]},
+        "field 'rules[0].precision_ci95': got [0.2, 0.5], which does not hold the precision 1.0",
     ),
     (
         "rows-negative",
