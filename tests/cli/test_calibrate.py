@@ -1003,6 +1003,20 @@ def test_score_with_a_calibration_attaches_it_to_the_report(
     check_report(tmp_path / "out" / "report.json")
 
 
+def test_the_calibration_sha256_is_of_the_file_bytes_even_with_a_byte_order_mark(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    """The BOM was dropped before hashing, so the hash was not the file's (sha256sum's)."""
+    calibration = tmp_path / "bom.json"
+    text = json.dumps({"schema_version": "1", "rules": [_rule()]})
+    calibration.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    result = _score_with_calibration(run_cli, scoring_files, calibration)
+    assert result.code == 0, result.stderr
+    attached = _json(tmp_path / "out" / "report.json")["run"]["calibration"]
+    assert attached["sha256"] == _sha256(calibration)
+    assert attached["sha256"] != hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def test_score_with_a_calibration_lists_the_rules_that_matched_in_report_md(
     run_cli: Callable[..., Result],
     tmp_path: Path,

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
+from faultline._util.files import TOO_DEEP, read_text_and_bytes, sha256_bytes
 from faultline.calibration.summary import AGREEING, SCHEMA_VERSION
 from faultline.errors import CalibrationError
 
@@ -67,7 +67,7 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
     Raises:
         CalibrationError: The file is missing, not JSON, or not a calibration summary.
     """
-    text = read_text_file(Path(path), CalibrationError)
+    text, data = read_text_and_bytes(Path(path), CalibrationError)
     try:
         doc = msgspec.json.decode(text, type=_Calibration)
     except msgspec.ValidationError as exc:
@@ -101,7 +101,7 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
     headline = next((g for g in doc.groups if g.by == "all"), None)
     return {
         "file": Path(path).name,
-        "sha256": sha256_bytes(text.encode("utf-8")),
+        "sha256": sha256_bytes(data),  # of the file's bytes, as sha256sum gives it
         "scorer": None if doc.scorer is None else msgspec.to_builtins(doc.scorer),
         "rows": None if headline is None else headline.rows,
         "rules": [msgspec.to_builtins(r) for r in doc.rules],
