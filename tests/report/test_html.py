@@ -650,6 +650,37 @@ def test_faultline_report_checks_each_row_of_cases_parquet_as_it_checks_inline_c
     assert {n: (tmp_path / "views" / n).read_bytes() for n in before} == before
 
 
+@pytest.mark.parametrize("where", ["absolute", "up", "subdirectory", "empty"])
+def test_faultline_report_reads_cases_parquet_only_beside_report_json(
+    run_cli: Any, small_files: tuple[Path, Path], tmp_path: Path, where: str
+) -> None:
+    """cases_file.path was followed anywhere: another run's cases were rendered (exit 0)."""
+    import hashlib
+
+    probes, responses = small_files
+    score_files(probes, responses, tmp_path / "split", cases_inline_max=2)
+    score_files(probes, responses, tmp_path / "other", cases_inline_max=2)
+    other = tmp_path / "other" / "cases.parquet"
+    name = {
+        "absolute": str(other),
+        "up": "../other/cases.parquet",
+        "subdirectory": "sub/cases.parquet",
+        "empty": "",
+    }[where]
+    data = json.loads((tmp_path / "split" / "report.json").read_text(encoding="utf-8"))
+    data["cases_file"]["path"] = name
+    data["cases_file"]["sha256"] = hashlib.sha256(other.read_bytes()).hexdigest()
+    (tmp_path / "split" / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    result = run_cli("report", "split", "--out", "views")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "report.json: field 'cases_file.path'" in message
+    assert "expected the name of a file beside report.json" in message
+    assert not (tmp_path / "views").exists()
+    assert run_cli("compare", "split", "other", "--out", "cmp").code == 2
+
+
 @pytest.mark.parametrize("problem", ["missing", "another run's", "cut short"])
 def test_faultline_report_leaves_the_views_as_they_were_when_cases_parquet_is_bad(
     run_cli: Any, small_files: tuple[Path, Path], tmp_path: Path, problem: str
