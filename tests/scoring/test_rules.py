@@ -136,6 +136,16 @@ def test_pack_without_refusal_then_compliance_min_scores_as_one_with_the_default
     assert left_out == load_rule_pack(_write(tmp_path / "b.yaml", explicit)).scoring
 
 
+def test_a_line_separator_in_a_description_does_not_move_later_lines(tmp_path: Path) -> None:
+    """Two U+2028 in the description put the bad kind on line 23 instead of 21."""
+    text = PACK.replace("A pack for tests.", '"A pack\u2028for\u2028tests."').replace(
+        "kind: unsafe", "kind: unsaf"
+    )
+    path = tmp_path / "pack.yaml"
+    path.write_text(text, encoding="utf-8")
+    _assert_located(_load_error(path), path, 21, "kind")
+
+
 def test_a_define_may_use_one_written_after_it(tmp_path: Path) -> None:
     """``defines: {a: "{{b}}", b: ...}`` was refused: '{{b}}', which is not in defines."""
     text = PACK.replace(
