@@ -21,7 +21,7 @@ from tests.conftest import CHANGED_RESPONSES, write_jsonl
 
 from faultline import score_files
 from faultline._util.text import short_id
-from faultline.errors import InputError
+from faultline.errors import InputError, UsageError
 from faultline.report.compare import compare_files, compare_reports, read_compare_input
 from faultline.report.compare_views import (
     MAX_LISTED,
@@ -567,7 +567,12 @@ def test_a_change_gate_agrees_with_exact_arithmetic(
         report(cases, overall={"pass_rate": float(a)}),
         report(cases, overall={"pass_rate": float(b)}),
     )
-    (judged,) = evaluate_compare_gates([f"pass_rate{suffix}{op}{limit}"], result)
+    gate = f"pass_rate{suffix}{op}{limit}"
+    if abs(limit) > 1:  # a change in a rate is in [-1, 1]: a gate beyond it is refused
+        with pytest.raises(UsageError, match="could never trip"):
+            evaluate_compare_gates([gate], result)
+        return
+    (judged,) = evaluate_compare_gates([gate], result)
     assert judged.tripped is _OPS[op](true_change, Fraction(limit))
 
 

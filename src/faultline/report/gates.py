@@ -224,7 +224,7 @@ def _check_range(gate: Gate, text: str, bounds: tuple[float, float] | None) -> N
     what = "a change in a fraction" if low < 0 else "a fraction"
     hint = ""
     if low <= gate.threshold / 100 <= high:
-        hint = f": did you mean {_number(gate.threshold / 100)}?"
+        hint = f": did you mean {_number(round(gate.threshold / 100, 10))}?"
     raise UsageError(
         f"gate {text!r}: {gate.name} is {what}, from {_number(low)} to {_number(high)}, so the "
         f"gate could never trip (or always would); rates are fractions in [0, 1]{hint}"
