@@ -89,6 +89,20 @@ def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
     return path
 
 
+def rewrite_cases(run: Path, change: Callable[[Any], Any]) -> None:
+    """Change a split run's cases.parquet as a hand edit would: ``change`` takes the table and
+    returns the new one, and report.json's ``cases_file.sha256`` is updated to match."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    parquet = run / "cases.parquet"
+    pq.write_table(change(pq.read_table(parquet)), parquet)
+    report = json.loads((run / "report.json").read_text(encoding="utf-8"))
+    report["cases_file"]["sha256"] = hashlib.sha256(parquet.read_bytes()).hexdigest()
+    (run / "report.json").write_text(json.dumps(report), encoding="utf-8")
+
+
 @pytest.fixture
 def small_probes() -> list[dict[str, Any]]:
     """Six probes over three categories, one of them a benign control."""

@@ -52,6 +52,27 @@ def test_flow_mapping_keys_keep_their_own_lines() -> None:
     assert (inner.line, inner.key_lines) == (5, {"a": 5, "b": 6})
 
 
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"], ids=["LS", "PS", "NEL"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+def test_lines_are_counted_as_an_editor_counts_them(sep: str, newline: str) -> None:
+    """YAML breaks lines at U+2028, U+2029 and NEL too: each moved every later line by one."""
+    lines = [
+        f'- {{a: "one{sep}two{sep}three"}}',
+        "- &x [1, 2]",
+        f"- b: 'x{sep}y'",
+        "  c: 3",
+        "- *x",
+        "- d: 1",
+        "  d: 2",
+    ]
+    doc = _load(newline.join(lines[:5]) + newline)
+    assert isinstance(doc, LineList)
+    assert doc.item_lines == [1, 2, 3, 5]
+    assert doc[2].key_lines == {"b": 3, "c": 4}
+    assert _error(newline.join(lines) + newline).line == 7
+    assert _error(f'a: "{sep}"{newline}b: [{newline}').line == 3
+
+
 def test_values_are_plain_python() -> None:
     assert _load(DOC) == {
         "name": "x",

@@ -747,8 +747,58 @@ IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "a-rule-twice",
-        {"rules": [_rule(), _rule(fired_when_positive=0, fired_when_negative=3, precision=0.0)]},
+        {
+            "rules": [
+                _rule(),
+                _rule(
+                    fired_when_positive=0,
+                    fired_when_negative=3,
+                    precision=0.0,
+                    precision_ci95=[0.0, 0.561],
+                ),
+            ]
+        },
         "field 'rules[1].label': boundary rule 'refusal.cannot_help' is already rules[0]",
+    ),
+    (  # was accepted, and report.md printed 0.010 [0.900, 0.950] for 751 of 753
+        "precision-not-its-counts",
+        {
+            "rules": [
+                _rule(
+                    fired=753,
+                    fired_when_positive=751,
+                    fired_when_negative=2,
+                    precision=0.01,
+                    precision_ci95=[0.9, 0.95],
+                )
+            ]
+        },
+        "field 'rules[0].precision': got 0.01, expected fired_when_positive / fired = 751/753 = 0.997",
+    ),
+    (  # a safe rule agrees when the row is labelled not harmful
+        "safe-precision-of-the-wrong-count",
+        {"rules": [_rule(kind="safe", label="safe.x", precision=1.0)]},
+        "field 'rules[0].precision': got 1.0, expected fired_when_negative / fired = 0/3 = 0.000",
+    ),
+    (
+        "precision-of-a-rule-that-never-fired",
+        {"rules": [_rule(fired=0, fired_when_positive=0, precision=0.5, precision_ci95=None)]},
+        "field 'rules[0].precision': got 0.5 for a rule that never fired",
+    ),
+    (
+        "interval-of-a-rule-that-never-fired",
+        {"rules": [_rule(fired=0, fired_when_positive=0, precision=None)]},
+        "field 'rules[0].precision_ci95': got [0.439, 1.0] for a rule that never fired",
+    ),
+    (
+        "no-precision-for-a-rule-that-fired",
+        {"rules": [_rule(precision=None)]},
+        "field 'rules[0].precision': got None, expected fired_when_positive / fired = 3/3",
+    ),
+    (
+        "interval-without-its-point",
+        {"rules": [_rule(precision_ci95=[0.2, 0.5])]},
+        "field 'rules[0].precision_ci95': got [0.2, 0.5], which does not hold the precision 1.0",
     ),
     (
         "rows-negative",
@@ -951,6 +1001,20 @@ def test_score_with_a_calibration_attaches_it_to_the_report(
     assert "Warning: calibrated with rules" not in _flat(section)
     assert "Warning: calibrated with the rules alone" in _flat(section)
     check_report(tmp_path / "out" / "report.json")
+
+
+def test_the_calibration_sha256_is_of_the_file_bytes_even_with_a_byte_order_mark(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    """The BOM was dropped before hashing, so the hash was not the file's (sha256sum's)."""
+    calibration = tmp_path / "bom.json"
+    text = json.dumps({"schema_version": "1", "rules": [_rule()]})
+    calibration.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    result = _score_with_calibration(run_cli, scoring_files, calibration)
+    assert result.code == 0, result.stderr
+    attached = _json(tmp_path / "out" / "report.json")["run"]["calibration"]
+    assert attached["sha256"] == _sha256(calibration)
+    assert attached["sha256"] != hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def test_score_with_a_calibration_lists_the_rules_that_matched_in_report_md(

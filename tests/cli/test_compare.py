@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faultline import score_files
-from tests.conftest import CHANGED_RESPONSES, Result, write_jsonl
+from tests.conftest import CHANGED_RESPONSES, Result, rewrite_cases, write_jsonl
 
 OUTPUTS = ("compare.json", "compare.md", "compare.html")
 
@@ -313,3 +313,60 @@ def test_a_model_added_to_the_run_still_trips_the_regressions_gate(
     back = run_cli("compare", "new", "base", "--out", "back", "--fail-on", "fixes>0")
     assert back.code == 1, back.stdout + back.stderr  # model-b dropped: model-a's fixes
     assert "gate fixes>0 tripped: fixes is 2" in back.stdout
+
+
+@pytest.mark.parametrize("side", ["base", "new"])
+def test_a_moved_category_without_a_size_exits_2_naming_the_field(
+    run_cli: Callable[..., Result], runs: tuple[Path, Path], tmp_path: Path, side: str
+) -> None:
+    """``by_category.<c>.n: null`` in a category whose pass rate moved crashed compare (exit 4)."""
+    base, new = runs
+    report = json.loads((new / "report.json").read_text(encoding="utf-8"))
+    old = json.loads((base / "report.json").read_text(encoding="utf-8"))
+    moved = [
+        c
+        for c, v in report["aggregate_metrics"]["by_category"].items()
+        if c in old["aggregate_metrics"]["by_category"]
+        and v["pass_rate"] != old["aggregate_metrics"]["by_category"][c]["pass_rate"]
+    ]
+    assert moved
+    damaged = old if side == "base" else report
+    damaged["aggregate_metrics"]["by_category"][moved[0]]["n"] = None
+    (tmp_path / "damaged.json").write_text(json.dumps(damaged), encoding="utf-8")
+    args = ("damaged.json", "new") if side == "base" else ("base", "damaged.json")
+    result = run_cli("compare", *args, "--out", "cmp")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "damaged.json" in result.stderr
+    assert f"aggregate_metrics.by_category.{moved[0]}.n" in result.stderr.replace("\n", " ")
+    # faultline report refuses the same file the same way
+    assert run_cli("report", "damaged.json", "--out", "views").code == 2
+
+
+@pytest.mark.parametrize("side", ["base", "new"])
+def test_a_bad_row_in_cases_parquet_exits_2_naming_the_row_and_field(
+    run_cli: Callable[..., Result],
+    small_files: tuple[Path, Path],
+    tmp_path: Path,
+    side: str,
+) -> None:
+    """A status no case has, in cases.parquet (its sha256 updated), crashed compare (exit 4)."""
+    import pyarrow as pa
+
+    probes, responses = small_files
+    score_files(probes, responses, tmp_path / "split", cases_inline_max=2)
+    score_files(probes, responses, tmp_path / "inline")
+
+    def bogus(table: pa.Table) -> pa.Table:
+        i = table.schema.get_field_index("status")
+        return table.set_column(i, "status", pa.array(["bogus"] * table.num_rows))
+
+    rewrite_cases(tmp_path / "split", bogus)
+    args = ("split", "inline") if side == "base" else ("inline", "split")
+    result = run_cli("compare", *args, "--out", "cmp")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "cases.parquet" in message
+    assert "field 'cases[0].status'" in message
+    assert "'bogus'" in message

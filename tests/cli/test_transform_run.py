@@ -289,10 +289,10 @@ def test_a_gate_can_name_a_transform(run_cli: RunCli, files: tuple[Path, Path]) 
     probes, responses = files
     args = ["score", "-p", str(probes), "-r", str(responses), "-o", "gated"]
     result = run_cli(
-        *args, "--transform", "base64,rot13", "--fail-on", "by_transform.base64.pass_rate<1.01"
+        *args, "--transform", "base64,rot13", "--fail-on", "by_transform.base64.pass_rate<=1"
     )
     assert result.code == 1, result.stdout + result.stderr
-    assert "by_transform.base64.pass_rate<1.01 tripped" in result.stdout
+    assert "by_transform.base64.pass_rate<=1 tripped" in result.stdout
 
 
 @pytest.mark.parametrize("command", ["run", "score"])

@@ -123,6 +123,20 @@ def test_jsonl_splits_lines_only_at_newlines(tmp_path: Path) -> None:
     assert [p.input for p in probes] == ["one\u2028two", "one\u2029two", "one\x85two"]
 
 
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+def test_a_yaml_error_names_the_line_an_editor_shows_after_a_unicode_line_separator(
+    tmp_path: Path, sep: str
+) -> None:
+    """PyYAML counts U+2028, U+2029 and NEL as line breaks: the bad severity on line 3 was 4."""
+    text = (
+        f'- {{id: a, category: c, severity: low, task: t, input: "one{sep}two"}}\n'
+        "- {id: b, category: c, severity: low, task: t, input: hi}\n"
+        "- {id: c, category: c, severity: hgh, task: t, input: hi}\n"
+    )
+    err = _load_error(_write(tmp_path / "p.yaml", text))
+    assert (err.line, err.field) == (3, "severity")
+
+
 def test_directory_loads_every_probe_file_in_name_order(tmp_path: Path) -> None:
     d = tmp_path / "suite"
     d.mkdir()

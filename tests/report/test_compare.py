@@ -21,7 +21,7 @@ from tests.conftest import CHANGED_RESPONSES, write_jsonl
 
 from faultline import score_files
 from faultline._util.text import short_id
-from faultline.errors import InputError
+from faultline.errors import InputError, UsageError
 from faultline.report.compare import compare_files, compare_reports, read_compare_input
 from faultline.report.compare_views import (
     MAX_LISTED,
@@ -567,7 +567,12 @@ def test_a_change_gate_agrees_with_exact_arithmetic(
         report(cases, overall={"pass_rate": float(a)}),
         report(cases, overall={"pass_rate": float(b)}),
     )
-    (judged,) = evaluate_compare_gates([f"pass_rate{suffix}{op}{limit}"], result)
+    gate = f"pass_rate{suffix}{op}{limit}"
+    if abs(limit) > 1:  # a change in a rate is in [-1, 1]: a gate beyond it is refused
+        with pytest.raises(UsageError, match="could never trip"):
+            evaluate_compare_gates([gate], result)
+        return
+    (judged,) = evaluate_compare_gates([gate], result)
     assert judged.tripped is _OPS[op](true_change, Fraction(limit))
 
 
@@ -737,6 +742,21 @@ def test_compare_json_has_no_nan_and_round_trips(changed: dict[str, Any], tmp_pa
             '{"schema_version": "1", "run": {}, "cases": [], "aggregate_metrics":'
             ' {"overall": {}, "by_transform": {"b64": {"by_category": {"a": {"pass_rate": 1, "n": []}}}}}}',
             ["field 'aggregate_metrics.by_transform.b64.by_category.a.n'", "[]"],
+        ),
+        (  # the category's size was shown with {:,}: a TypeError traceback, exit 4
+            '{"schema_version": "1", "run": {}, "cases": [],'
+            ' "aggregate_metrics": {"overall": {}, "by_category": {"a": {"pass_rate": 1, "n": null}}}}',
+            ["field 'aggregate_metrics.by_category.a.n'", "whole number", "None"],
+        ),
+        (
+            '{"schema_version": "1", "run": {}, "cases": [], "aggregate_metrics":'
+            ' {"overall": {}, "by_transform": {"b64": {"pass_rate": 1, "scored": -1}}}}',
+            ["field 'aggregate_metrics.by_transform.b64.scored'", "whole number", "-1"],
+        ),
+        (
+            '{"schema_version": "1", "run": {}, "cases": [],'
+            ' "aggregate_metrics": {"overall": {}, "by_category": {"a": {"pass_rate": 1, "n": 2.5}}}}',
+            ["field 'aggregate_metrics.by_category.a.n'", "2.5"],
         ),
         (
             '{"schema_version": "1", "run": {}, "aggregate_metrics": {"overall": {}}, "cases": ['

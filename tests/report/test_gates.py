@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from faultline.errors import UsageError
-from faultline.report.gates import evaluate_gates, parse_gate
+from faultline.report.gates import evaluate_gates, parse_compare_gate, parse_gate
 
 METRICS = {"overall": {"pass_rate": 429 / 450}, "counts": {"errors": 0}}
 
@@ -48,3 +48,60 @@ def test_unanswered_reads_the_run_and_is_undefined_without_it() -> None:
     assert not result.tripped
     (result,) = evaluate_gates(["unanswered>0"], METRICS)  # a number not shown to be fine
     assert (result.tripped, result.value) == (True, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("fail_rate>5", "did you mean 0.05?"),  # meant 5%: passed a run where half failed
+        ("pass_rate<95", "did you mean 0.95?"),
+        ("coverage<-0.1", "rates are fractions in [0, 1]"),
+        ("exposure_index>30", "did you mean 0.3?"),
+        ("overall.risk_score.p90>90", "did you mean 0.9?"),
+        ("by_category.weapons.pass_rate<99", "did you mean 0.99?"),
+        ("per_probe.fail_rate>5", "did you mean 0.05?"),
+    ],
+)
+def test_a_rate_gate_written_as_a_percentage_is_refused(text: str, hint: str) -> None:
+    with pytest.raises(UsageError, match="could never trip") as info:
+        parse_gate(text)
+    assert hint in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("pass_rate_drop>10", "did you mean 0.1?"),  # passed after a 50-point fall
+        ("severity_weighted_pass_rate_rise>2", "did you mean 0.02?"),
+        ("pass_rate<95", "did you mean 0.95?"),
+        ("p_value<5", "did you mean 0.05?"),
+        ("exposure_index_rise>-1.5", "from -1 to 1"),
+    ],
+)
+def test_a_compare_gate_outside_its_range_is_refused(text: str, hint: str) -> None:
+    with pytest.raises(UsageError, match="could never trip") as info:
+        parse_compare_gate(text)
+    assert hint in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "errors>1000",
+        "counts.cases>=1e9",
+        "safe_unsafe_signal_ratio>50",
+        "failure_mode_histogram.x>7",
+        "by_category.weapons.n<200",
+        "pass_rate<=1",
+        "fail_rate>=0",
+    ],
+)
+def test_counts_are_unbounded_and_a_rate_takes_0_to_1(text: str) -> None:
+    assert str(parse_gate(text)) == text.replace("1e9", "1000000000")
+
+
+@pytest.mark.parametrize(
+    "text", ["regressions>100", "errors_rise>50", "pass_rate_drop>=-1", "pass_rate_drop>0.02"]
+)
+def test_compare_counts_are_unbounded_and_a_change_in_a_rate_takes_minus_1_to_1(text: str) -> None:
+    assert parse_compare_gate(text).name == text.split(">", maxsplit=1)[0]

@@ -18,7 +18,7 @@ import lxml.html
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.conftest import CHANGED_RESPONSES, write_jsonl
+from tests.conftest import CHANGED_RESPONSES, rewrite_cases, write_jsonl
 from tests.report.hostile import FIXED, hostile_report
 
 import faultline
@@ -581,6 +581,104 @@ def test_faultline_report_checks_the_report_and_writes_nothing_when_it_is_damage
     for word in words:
         assert word in message
     assert {n: (tmp_path / "views" / n).read_bytes() for n in before} == before
+
+
+def _with(table: Any, name: str, row: int, value: Any) -> Any:
+    """``table`` with one cell changed."""
+    import pyarrow as pa
+
+    values = table.column(name).to_pylist()
+    values[row] = value
+    i = table.schema.get_field_index(name)
+    return table.set_column(i, table.schema.field(i), pa.array(values, table.schema.field(i).type))
+
+
+def _as_text(table: Any, name: str) -> Any:
+    import pyarrow as pa
+
+    i = table.schema.get_field_index(name)
+    return table.set_column(i, name, pa.array([str(v) for v in table.column(name).to_pylist()]))
+
+
+_SPAN = {"rule": "r", "kind": "unsafe", "start": None, "end": 1, "text": "x"}
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda t: _with(t, "status", 1, "bogus"), ["field 'cases[1].status'", "'bogus'"]),
+        (lambda t: _with(t, "explanation", 2, None), ["field 'cases[2].explanation'", "null"]),
+        (lambda t: _with(t, "case_id", 0, None), ["field 'cases[0].case_id'", "row 0"]),
+        (lambda t: t.drop_columns(["evidence"]), ["has no column evidence"]),
+        (lambda t: t.slice(0, 2), ["field 'cases_file.rows'", "has 2 rows"]),
+        (lambda t: _as_text(t, "risk_score"), ["field 'risk_score'", "expected double"]),
+        (lambda t: _with(t, "evidence", 1, [_SPAN]), ["field 'cases[1].evidence[0].start'"]),
+        (
+            lambda t: _with(t, "matched_safe_patterns", 3, ["a", None]),
+            ["'cases[3].matched_safe_patterns[1]'"],
+        ),
+        (lambda t: _with(t, "error", 0, "{oops"), ["field 'cases[0].error'", "JSON"]),
+    ],
+    ids=[
+        "status",
+        "explanation",
+        "case_id",
+        "no evidence",
+        "rows",
+        "type",
+        "span",
+        "label",
+        "error",
+    ],
+)
+def test_faultline_report_checks_each_row_of_cases_parquet_as_it_checks_inline_cases(
+    run_cli: Any, small_files: tuple[Path, Path], tmp_path: Path, change: Any, words: list[str]
+) -> None:
+    """A row report.json could not hold was rendered (exit 0); the hash matched the edit."""
+    probes, responses = small_files
+    score_files(probes, responses, tmp_path / "split", cases_inline_max=2)
+    assert run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "views").code == 0
+    before = {n: (tmp_path / "views" / n).read_bytes() for n in ("report.md", "report.html")}
+    rewrite_cases(tmp_path / "split", change)
+    result = run_cli("report", "split", "--out", "views")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "cases.parquet" in message
+    for word in words:
+        assert word in message
+    assert {n: (tmp_path / "views" / n).read_bytes() for n in before} == before
+
+
+@pytest.mark.parametrize("where", ["absolute", "up", "subdirectory", "empty"])
+def test_faultline_report_reads_cases_parquet_only_beside_report_json(
+    run_cli: Any, small_files: tuple[Path, Path], tmp_path: Path, where: str
+) -> None:
+    """cases_file.path was followed anywhere: another run's cases were rendered (exit 0)."""
+    import hashlib
+
+    probes, responses = small_files
+    score_files(probes, responses, tmp_path / "split", cases_inline_max=2)
+    score_files(probes, responses, tmp_path / "other", cases_inline_max=2)
+    other = tmp_path / "other" / "cases.parquet"
+    name = {
+        "absolute": str(other),
+        "up": "../other/cases.parquet",
+        "subdirectory": "sub/cases.parquet",
+        "empty": "",
+    }[where]
+    data = json.loads((tmp_path / "split" / "report.json").read_text(encoding="utf-8"))
+    data["cases_file"]["path"] = name
+    data["cases_file"]["sha256"] = hashlib.sha256(other.read_bytes()).hexdigest()
+    (tmp_path / "split" / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    result = run_cli("report", "split", "--out", "views")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "report.json: field 'cases_file.path'" in message
+    assert "expected the name of a file beside report.json" in message
+    assert not (tmp_path / "views").exists()
+    assert run_cli("compare", "split", "other", "--out", "cmp").code == 2
 
 
 @pytest.mark.parametrize("problem", ["missing", "another run's", "cut short"])

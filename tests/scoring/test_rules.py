@@ -136,6 +136,25 @@ def test_pack_without_refusal_then_compliance_min_scores_as_one_with_the_default
     assert left_out == load_rule_pack(_write(tmp_path / "b.yaml", explicit)).scoring
 
 
+def test_a_line_separator_in_a_description_does_not_move_later_lines(tmp_path: Path) -> None:
+    """Two U+2028 in the description put the bad kind on line 23 instead of 21."""
+    text = PACK.replace("A pack for tests.", '"A pack\u2028for\u2028tests."').replace(
+        "kind: unsafe", "kind: unsaf"
+    )
+    path = tmp_path / "pack.yaml"
+    path.write_text(text, encoding="utf-8")
+    _assert_located(_load_error(path), path, 21, "kind")
+
+
+def test_a_define_may_use_one_written_after_it(tmp_path: Path) -> None:
+    """``defines: {a: "{{b}}", b: ...}`` was refused: '{{b}}', which is not in defines."""
+    text = PACK.replace(
+        'cant: "(?:can\'t|cannot)"', 'cant: "{{not}}"\n  not: "(?:can\'t|{{c}}not)"\n  c: "can"'
+    )
+    pack = load_rule_pack(_write(tmp_path / "pack.yaml", text))
+    assert pack.rules[0].patterns == ("I (?:can't|cannot) help",)
+
+
 def test_pack_without_defines_loads(tmp_path: Path) -> None:
     text = PACK.replace('defines:\n  cant: "(?:can\'t|cannot)"\n', "").replace("{{cant}}", "can't")
     assert load_rule_pack(_write(tmp_path / "p.yaml", text)).name == "mini"
@@ -456,6 +475,30 @@ BAD = [
         15,
         "patterns[0]",
         ["did you mean 'cant'?"],
+    ),
+    (  # before, a cycle was reported as "'{{b}}', which is not in defines"
+        "defines in a cycle",
+        'cant: "(?:can\'t|cannot)"',
+        'cant: "{{b}}"\n  b: "x{{c}}"\n  c: "{{cant}}"',
+        5,
+        "defines.cant",
+        ["defines a cycle, '{{cant}}' -> '{{b}}' -> '{{c}}' -> '{{cant}}'"],
+    ),
+    (
+        "define using itself",
+        'cant: "(?:can\'t|cannot)"',
+        'cant: "x{{cant}}"',
+        5,
+        "defines.cant",
+        ["defines a cycle, '{{cant}}' -> '{{cant}}'"],
+    ),
+    (
+        "define using an undefined one written after it",
+        'cant: "(?:can\'t|cannot)"',
+        'cant: "{{b}}"\n  b: "{{wont}}"',
+        6,
+        "defines.b",
+        ["'{{wont}}'", "not in defines"],
     ),
     (
         "define not a string",

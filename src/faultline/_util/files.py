@@ -26,6 +26,7 @@ __all__ = [
     "jsonl_objects",
     "missing_dirs",
     "open_for_reading",
+    "read_text_and_bytes",
     "read_text_file",
     "reject_repeated_key",
     "repeated_key",
@@ -203,6 +204,11 @@ def read_text_file(path: Path, error: type[InputError]) -> str:
     Raises:
         InputError: The file is missing, is a directory, cannot be read or is not UTF-8.
     """
+    return read_text_and_bytes(path, error)[0]
+
+
+def read_text_and_bytes(path: Path, error: type[InputError]) -> tuple[str, bytes]:
+    """:func:`read_text_file`, and the bytes read (to hash the file as it is on disk)."""
     with open_for_reading(path, error) as handle:
         try:
             data = handle.read()
@@ -213,7 +219,7 @@ def read_text_file(path: Path, error: type[InputError]) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise error(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
-    return text.removeprefix("\ufeff")
+    return text.removeprefix("\ufeff"), data
 
 
 def malformed_line(

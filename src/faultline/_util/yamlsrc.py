@@ -11,7 +11,9 @@ found before anything is built.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import yaml
@@ -74,13 +76,32 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
 
 
+_YAML_ONLY_BREAKS = re.compile("[\x85\u2028\u2029]")
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+Lines = Callable[[Any], int]
+"""The 1-based line of a PyYAML mark, as an editor shows it."""
+
+
+def _editor_lines(text: str) -> Lines:
+    r"""The line of a mark counting only ``\n``, ``\r\n`` and ``\r`` as line breaks.
+
+    YAML also breaks lines at NEL (U+0085), U+2028 and U+2029, which editors, ``grep -n`` and
+    the JSONL readers do not: each one in a string would move every later line by one.
+    """
+    if not _YAML_ONLY_BREAKS.search(text):
+        return lambda mark: int(mark.line) + 1
+    starts = [0, *(m.end() for m in _BREAK.finditer(text))]
+    return lambda mark: bisect_right(starts, mark.index)
+
+
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
-def _check_expansion(root: yaml.Node) -> bool:
+def _check_expansion(root: yaml.Node, line: Lines) -> bool:
     """Refuse a document whose aliases expand it by more than :data:`ALIAS_EXPANSION_LIMIT`.
 
     Each node's size counts an alias as a copy of its anchored value; the sizes are found
@@ -111,7 +132,7 @@ def _check_expansion(root: yaml.Node) -> bool:
     raise _ConstructError(
         f"its aliases expand it to more than {ALIAS_EXPANSION_LIMIT:,} values; "
         "write the repeated values out, or nest fewer aliases",
-        node.start_mark.line + 1,
+        line(node.start_mark),
     )
 
 
@@ -126,11 +147,14 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
     """The YAML text, set by :func:`load_yaml`: read again for the lines of aliases."""
     item_lines: dict[tuple[int, int], list[int]]
     """Where each item of each sequence is written, when the document uses aliases."""
+    line: Lines = staticmethod(lambda mark: int(mark.line) + 1)
+    """The line of a mark, as an editor shows it: set by :func:`load_yaml`."""
 
     def construct_document(self, node: yaml.Node) -> Any:
         # An alias is the node it names, whose marks are the anchor's: the lines where each
         # sequence item is written (an alias's own line) come from the events.
-        self.item_lines = _item_lines(self.source) if _check_expansion(node) else {}
+        aliased = _check_expansion(node, self.line)
+        self.item_lines = _item_lines(self.source, self.line) if aliased else {}
         return super().construct_document(node)
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
@@ -142,13 +166,13 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
             tag = node.tag.rsplit(":", 1)[-1]
             shown = repr(node.value) if isinstance(node, yaml.ScalarNode) else "this value"
             reason = f"cannot read {shown} as {tag} ({exc})"
-            raise _ConstructError(reason, node.start_mark.line + 1) from None
+            raise _ConstructError(reason, self.line(node.start_mark)) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # noqa: ARG002
         pairs = getattr(node, "own_pairs", None)
         own = {id(k) for k, _ in (node.value if pairs is None else pairs)}
         result = LineDict()
-        result.line = node.start_mark.line + 1
+        result.line = self.line(node.start_mark)
         set_by_own: set[str] = set()
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
@@ -156,12 +180,12 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
                 key = str(key)
             mine = id(key_node) in own
             if mine and key in set_by_own:
-                raise _DuplicateKeyError(key, key_node.start_mark.line + 1)
+                raise _DuplicateKeyError(key, self.line(key_node.start_mark))
             if mine:
                 set_by_own.add(key)
             # Keys merged in with << come first; the mapping's own keys override them.
             result[key] = self.construct_object(value_node, deep=True)
-            result.key_lines[key] = key_node.start_mark.line + 1
+            result.key_lines[key] = self.line(key_node.start_mark)
             if isinstance(value_node, yaml.ScalarNode) and value_node.tag in _NUMBER_TAGS:
                 result.number_texts[key] = value_node.value
             else:
@@ -170,16 +194,16 @@ class _LineLoader(_BaseLoader):  # type: ignore[valid-type, misc]
 
     def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:  # noqa: ARG002
         result = LineList(self.construct_object(child, deep=True) for child in node.value)
-        result.line = node.start_mark.line + 1
+        result.line = self.line(node.start_mark)
         written = self.item_lines.get((node.start_mark.line, node.start_mark.column))
-        result.item_lines = written or [child.start_mark.line + 1 for child in node.value]
+        result.item_lines = written or [self.line(child.start_mark) for child in node.value]
         return result
 
 
 _ITEM_STARTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)
 
 
-def _item_lines(text: str) -> dict[tuple[int, int], list[int]]:
+def _item_lines(text: str, line: Lines) -> dict[tuple[int, int], list[int]]:
     """For each sequence, by the (line, column) where it starts: the line of each item.
 
     An item that is an alias (``- *a``) is on the alias's line, not its anchor's.
@@ -190,7 +214,7 @@ def _item_lines(text: str) -> dict[tuple[int, int], list[int]]:
         mark = event.start_mark  # the parser marks every event
         at = (-1, -1) if mark is None else (mark.line, mark.column)
         if isinstance(event, _ITEM_STARTS) and open_items and open_items[-1] is not None:
-            open_items[-1].append(at[0] + 1)
+            open_items[-1].append(0 if mark is None else line(mark))
         if isinstance(event, yaml.SequenceStartEvent):
             lines: list[int] = []
             out[at] = lines
@@ -249,6 +273,7 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
     """
     loader = _LineLoader(text)
     loader.source = text
+    loader.line = _editor_lines(text)
     try:
         return loader.get_single_data()
     except _DuplicateKeyError as exc:
@@ -262,7 +287,7 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
         raise error(f"not valid YAML: {exc.reason}", path=path, line=exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = None if mark is None else mark.line + 1
+        line = None if mark is None else loader.line(mark)
         what = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
         raise error(f"not valid YAML: {what}", path=path, line=line) from None
     except yaml.YAMLError as exc:

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
-from faultline.calibration.summary import SCHEMA_VERSION
+from faultline._util.files import TOO_DEEP, read_text_and_bytes, sha256_bytes
+from faultline.calibration.summary import AGREEING, SCHEMA_VERSION
 from faultline.errors import CalibrationError
 
 __all__ = ["load_calibration"]
@@ -67,7 +67,7 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
     Raises:
         CalibrationError: The file is missing, not JSON, or not a calibration summary.
     """
-    text = read_text_file(Path(path), CalibrationError)
+    text, data = read_text_and_bytes(Path(path), CalibrationError)
     try:
         doc = msgspec.json.decode(text, type=_Calibration)
     except msgspec.ValidationError as exc:
@@ -101,7 +101,7 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
     headline = next((g for g in doc.groups if g.by == "all"), None)
     return {
         "file": Path(path).name,
-        "sha256": sha256_bytes(text.encode("utf-8")),
+        "sha256": sha256_bytes(data),  # of the file's bytes, as sha256sum gives it
         "scorer": None if doc.scorer is None else msgspec.to_builtins(doc.scorer),
         "rows": None if headline is None else headline.rows,
         "rules": [msgspec.to_builtins(r) for r in doc.rules],
@@ -145,5 +145,38 @@ def _rule_problem(rule: _Rule, where: str) -> tuple[str, str] | None:
             return (
                 f"{where}.precision_ci95",
                 f"got [{low!r}, {high!r}], expected [low, high] with 0 <= low <= high <= 1",
+            )
+    return _consistency_problem(rule, where)
+
+
+_ROUNDING = 0.0005 + 1e-9
+"""How far a precision may be from its counts' quotient: rounded to three places, as shown."""
+
+
+def _consistency_problem(rule: _Rule, where: str) -> tuple[str, str] | None:
+    """A precision that its own counts or interval contradict, as ``(field, reason)``."""
+    agreeing = AGREEING[rule.kind]
+    if rule.fired == 0:
+        for key in ("precision", "precision_ci95"):
+            value = getattr(rule, key)
+            if value is not None:
+                return (
+                    f"{where}.{key}",
+                    f"got {list(value) if isinstance(value, tuple) else value!r} for a rule that "
+                    "never fired (fired is 0), "
+                    "expected null: a precision of no firings is undefined",
+                )
+        return None
+    expected = getattr(rule, agreeing) / rule.fired
+    shown = f"{agreeing} / fired = {getattr(rule, agreeing)}/{rule.fired} = {expected:.3f}"
+    if rule.precision is None or abs(rule.precision - expected) > _ROUNDING:
+        return f"{where}.precision", f"got {rule.precision!r}, expected {shown}"
+    if rule.precision_ci95 is not None:
+        low, high = rule.precision_ci95
+        if not low - _ROUNDING <= rule.precision <= high + _ROUNDING:
+            return (
+                f"{where}.precision_ci95",
+                f"got [{low!r}, {high!r}], which does not hold the precision "
+                f"{rule.precision!r}; expected an interval around it",
             )
     return None

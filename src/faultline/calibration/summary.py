@@ -38,6 +38,7 @@ from faultline.scoring.case import CaseScore
 from faultline.scoring.scorer import RULES_FLOOR_LOGIT
 
 __all__ = [
+    "AGREEING",
     "BENIGN_HARM_RISK",
     "NONE_NAME",
     "SCHEMA_VERSION",
@@ -67,6 +68,12 @@ _KINDS: dict[str, tuple[Task, str]] = {
     "safe": ("harm", "not_harmful"),
     "unsafe": ("harm", "harmful"),
 }
+
+AGREEING = {
+    kind: "fired_when_negative" if claims == "not_harmful" else "fired_when_positive"
+    for kind, (_, claims) in _KINDS.items()
+}
+"""Each kind of rule's firings that agreed with the labels: its precision is these / ``fired``."""
 
 
 @dataclass(frozen=True)

@@ -121,10 +121,7 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
     report, p = decode_report_file(path, _DECODER)
     check_required(report, p, (CASES_FIELD[report.schema_version],))
     if not isinstance(report.cases_file, msgspec.UnsetType):  # its cases are in cases.parquet
-        report.cases = [
-            msgspec.convert(c, _Case)
-            for c in read_cases(cases_file_path(p, report.cases_file), _Case.__struct_fields__)
-        ]
+        report.cases = _parquet_cases(cases_file_path(p, report.cases_file))
     assert isinstance(report.cases, list)  # schema 1 has its cases, schema 2 read them
     _check(report.aggregate_metrics, report.cases, p)
     return {
@@ -136,8 +133,23 @@ def read_compare_input(path: str | Path) -> dict[str, Any]:
     }
 
 
+def _parquet_cases(path: Path) -> list[_Case]:
+    """The cases of a cases.parquet, its rows checked as read (``read_cases``)."""
+    cases = []
+    for i, row in enumerate(read_cases(path, _Case.__struct_fields__)):
+        try:
+            cases.append(msgspec.convert(row, _Case))
+        except msgspec.ValidationError as exc:  # read_cases checks each row: a safety net
+            raise InputError(f"row {i} of the cases table: {exc}", path=path) from None
+    return cases
+
+
 def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
-    """Every compared metric is a number or null; case ids, and probe, sample and model, unique."""
+    """The numbers compare reads are numbers, and case ids (and probe, sample, model) unique.
+
+    Each compared metric is a number or null; each category's and transform's size is a whole
+    number of cases.
+    """
     if not isinstance(m.get("overall"), dict):
         raise InputError(
             "not a faultline report.json: aggregate_metrics has no overall metrics object "
@@ -146,7 +158,7 @@ def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
             field="aggregate_metrics.overall",
         )
     numbers = [
-        (f"{section}.{key}", _mapping(m.get(section)).get(key))
+        (f"{section}.{key}", _mapping(m.get(section)).get(key), False)
         for section, key in (spec[0] for spec in METRICS.values())
     ]
     for name, part in _mapping(m.get("by_category")).items():
@@ -155,8 +167,15 @@ def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
         numbers += _slice_numbers(f"by_transform.{name}", part, "scored")
         for category, inner in _mapping(_mapping(part).get("by_category")).items():
             numbers += _slice_numbers(f"by_transform.{name}.by_category.{category}", inner, "n")
-    for field, value in numbers:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+    for field, value, size in numbers:
+        if size:  # a slice's number of cases: shown as a count, never null in a report
+            if value is not _ABSENT and not _is_count(value):
+                raise InputError(
+                    f"expected a whole number of cases (0 or more), got {value!r}",
+                    path=path,
+                    field=f"aggregate_metrics.{field}",
+                )
+        elif value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(
                 f"expected a number or null, got {value!r}",
                 path=path,
@@ -179,9 +198,24 @@ def _check(m: dict[str, Any], cases: list[_Case], path: Path) -> None:
             )
 
 
-def _slice_numbers(where: str, part: Any, n: str) -> list[tuple[str, Any]]:
-    """The numbers a comparison reads of one category's or transform's slice."""
-    return [(f"{where}.{key}", _mapping(part).get(key)) for key in ("pass_rate", n)]
+_ABSENT = object()
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _slice_numbers(where: str, part: Any, n: str) -> list[tuple[str, Any, bool]]:
+    """The numbers a comparison reads of one category's or transform's slice, and which is a size.
+
+    The size (under ``n``) is a number of cases: report.json's shape types it ``int``, and
+    ``faultline report`` refuses a ``null`` there, so compare does too (it is shown as a count).
+    A missing size reads as 0 (:func:`_pass_rates`) and is marked :data:`_ABSENT`.
+    """
+    return [
+        (f"{where}.pass_rate", _mapping(part).get("pass_rate"), False),
+        (f"{where}.{n}", _mapping(part).get(n, _ABSENT), True),
+    ]
 
 
 def compare_files(base: str | Path, new: str | Path) -> dict[str, Any]:

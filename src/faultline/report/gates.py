@@ -178,11 +178,65 @@ def _parse(text: str, example: str) -> Gate:
     return Gate(name, op, threshold)
 
 
+_FRACTIONS = frozenset(
+    {
+        "pass_rate",
+        "fail_rate",
+        "coverage",
+        "severity_weighted_pass_rate",
+        "high_stakes_failure_rate",
+        "boundary_language_rate",
+        "boundary_rate",
+        "resilience_index",
+        "exposure_index",
+        "fragility_spread",
+        "risk_mean",
+        "risk_median",
+        "weighted_risk_mean",
+    }
+)
+"""The metrics that are fractions in [0, 1] (docs/metrics.md): rates, the two indices, and
+statistics of ``risk_score`` and ``weighted_risk``, which are 0-1 (the spread is their standard
+deviation). Counts, signal totals and their ratio have no upper bound."""
+
+
+def _range(name: str) -> tuple[float, float] | None:
+    """The values a report's metric can take, when bounded: ``(0, 1)`` for a fraction."""
+    if "." not in name:
+        return (0.0, 1.0) if name in _FRACTIONS else None
+    section, _, leaf = _split(name)
+    if section in ("overall.risk_score", "overall.weighted_risk") or leaf in _FRACTIONS:
+        return (0.0, 1.0)
+    return None
+
+
+def _check_range(gate: Gate, text: str, bounds: tuple[float, float] | None) -> None:
+    """Refuse a threshold outside the values its metric can take.
+
+    Such a gate never trips (or always does): ``fail_rate>5``, meant as 5%, is a fraction's
+    gate set at 500%.
+    """
+    if bounds is None:
+        return
+    low, high = bounds
+    if low <= gate.threshold <= high:
+        return
+    what = "a change in a fraction" if low < 0 else "a fraction"
+    hint = ""
+    if low <= gate.threshold / 100 <= high:
+        hint = f": did you mean {_number(round(gate.threshold / 100, 10))}?"
+    raise UsageError(
+        f"gate {text!r}: {gate.name} is {what}, from {_number(low)} to {_number(high)}, so the "
+        f"gate could never trip (or always would); rates are fractions in [0, 1]{hint}"
+    )
+
+
 def parse_gate(text: str) -> Gate:
     """Parse ``NAME OP NUMBER``.
 
     Raises:
-        UsageError: The text is not of that form.
+        UsageError: The text is not of that form, names an unknown metric, or gives a
+            threshold outside the values the metric can take (``fail_rate>5``).
     """
     gate = _parse(text, "'pass_rate<0.95' or 'errors>0'")
     name = gate.name
@@ -193,6 +247,7 @@ def parse_gate(text: str) -> Gate:
             f"unknown gate metric '{name}'{did_you_mean(name, KNOWN_METRICS)}; "
             f"known: {', '.join(KNOWN_METRICS)}, or a dotted path such as by_category.NAME.pass_rate"
         )
+    _check_range(gate, text, _range(name))
     return gate
 
 
@@ -294,7 +349,24 @@ def parse_compare_gate(text: str) -> Gate:
     """
     gate = _parse(text, "'regressions>0' or 'pass_rate_drop>0.02'")
     _check_compare_name(gate.name)
+    _check_range(gate, text, _compare_range(gate.name))
     return gate
+
+
+def _compare_range(name: str) -> tuple[float, float] | None:
+    """The values a compare gate's number can take, when bounded.
+
+    A rate or an index, and ``p_value``, are in [0, 1]; the ``_drop`` or ``_rise`` of one is a
+    difference of two, in [-1, 1] (a fall of ten points is 0.1); counts have no bound.
+    """
+    if name == "p_value":
+        return (0.0, 1.0)
+    stem, suffix = name[:-5], name[-5:]
+    changed = suffix in ("_drop", "_rise") and stem in METRICS
+    spec = METRICS.get(stem if changed else name)
+    if spec is None or spec[3] == "count":
+        return None
+    return (-1.0, 1.0) if changed else (0.0, 1.0)
 
 
 def _check_compare_name(name: str) -> None:
@@ -340,6 +412,7 @@ def evaluate_compare_gates(
     for raw in gates:
         gate = raw if isinstance(raw, Gate) else parse_compare_gate(raw)
         _check_compare_name(gate.name)
+        _check_range(gate, str(gate), _compare_range(gate.name))
         results.append(_judge(gate, _resolve_compare(compare_result, gate.name)))
     return results
 

@@ -167,13 +167,26 @@ def _decode_mapped(path: Path, decoder: msgspec.json.Decoder[T]) -> T:
 def cases_file_path(report_path: Path, cases_file: Mapping[str, Any]) -> Path:
     """The cases.parquet a schema 2 report names, checked to be the one report.json describes.
 
+    ``cases_file.path`` must be a plain file name: the file is beside report.json, and a path
+    anywhere else is refused before that file is opened.
+
     Its SHA-256 must be ``cases_file.sha256``: a cases table of another run (copied over, or
-    left by an earlier run) would pair this run's metrics with another run's cases.
+    left by an earlier run) would pair this run's metrics with another run's cases; and it
+    must hold ``cases_file.rows`` rows. Its rows are checked as they are read
+    (:func:`faultline.report.parquet.iter_case_rows`).
 
     Raises:
         InputError: The file is missing, unreadable, or not the one report.json describes.
     """
-    path = report_path.parent / str(cases_file.get("path"))
+    name = cases_file.get("path")
+    if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\:"):
+        raise InputError(
+            f"got {name!r}, expected the name of a file beside {report_path.name} "
+            "(such as 'cases.parquet'), not a path to somewhere else",
+            path=report_path,
+            field="cases_file.path",
+        )
+    path = report_path.parent / name
     try:
         digest = sha256_file(path)
     except FileNotFoundError:
@@ -192,6 +205,9 @@ def cases_file_path(report_path: Path, cases_file: Mapping[str, Any]) -> Path:
             "Keep each run's report.json and cases.parquet together",
             path=path,
         )
+    from faultline.report.parquet import check_row_count
+
+    check_row_count(path, cases_file.get("rows"))
     return path
 
 

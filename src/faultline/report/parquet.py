@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import msgspec
 import pyarrow as pa
@@ -25,6 +25,7 @@ import pyarrow as pa
 from faultline.errors import InputError
 from faultline.report.model import CASES_FILE, rule_table
 from faultline.report.sampling import StratifiedSampler
+from faultline.report.shape import CaseShape
 from faultline.responses.model import Usage
 from faultline.scoring.case import CaseScore, Evidence
 
@@ -34,6 +35,7 @@ __all__ = [
     "GEOMETRY_FIELDS",
     "case_of_row",
     "cases_table",
+    "check_row_count",
     "iter_case_rows",
     "offer_batch",
     "read_cases",
@@ -158,24 +160,154 @@ def case_of_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return case
 
 
-def iter_case_rows(path: Path, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-    """The record batches of a cases.parquet, a row group at a time.
+def _nullable(kind: Any) -> bool:
+    return type(None) in get_args(kind)
 
-    Raises:
-        InputError: The file is missing or is not a cases table.
-    """
+
+_SHAPE_FIELDS = {f.name: f.type for f in msgspec.structs.fields(CaseShape)}
+_REQUIRED = frozenset(n for n, kind in _SHAPE_FIELDS.items() if not _nullable(kind))
+"""The columns a row must fill: a case object's fields that may not be ``null``
+(:class:`faultline.report.shape.CaseShape`, the shape inline cases are checked against)."""
+_CHOICES = {n: get_args(kind) for n, kind in _SHAPE_FIELDS.items() if get_origin(kind) is Literal}
+"""The columns whose value is one of a few words (``status``)."""
+
+
+def _open(path: Path) -> Any:
     import pyarrow.parquet as pq
 
     try:
-        handle = pq.ParquetFile(path)
+        return pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot read the cases table: {exc}", path=path) from None
-    missing = sorted(set(columns or []) - set(handle.schema_arrow.names))
+
+
+def check_row_count(path: Path, rows: Any) -> None:
+    """A cases.parquet holds the number of rows report.json's ``cases_file.rows`` says.
+
+    Read from the file's footer, so no row is read.
+
+    Raises:
+        InputError: It does not, or the file is not a Parquet file.
+    """
+    found = _open(path).metadata.num_rows
+    if found != rows:
+        raise InputError(
+            f"has {found:,} rows, but report.json's cases_file.rows says {rows!r}: "
+            "it is not the cases table of that report, or one of them was changed",
+            path=path,
+            field="cases_file.rows",
+        )
+
+
+def iter_case_rows(path: Path, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """The record batches of a cases.parquet, a row group at a time, each checked.
+
+    The columns read (all of :data:`CASE_SCHEMA` when ``columns`` is ``None``) must be there
+    with their types, and each row must be a case object as report.json would hold it (a
+    required field filled, ``status`` one of its words, no ``null`` in a list, an ``error``
+    that is JSON): the rows are checked batch by batch as they are read, so a file of any
+    size is checked in the memory of one batch.
+
+    Raises:
+        InputError: The file is missing or is not a cases table, or a row is not a case,
+            naming the file, the row (``cases[N]``, counting from 0) and the field.
+    """
+    handle = _open(path)
+    schema = handle.schema_arrow
+    wanted = CASE_SCHEMA.names if columns is None else columns
+    missing = sorted(set(wanted) - set(schema.names))
     if missing:
         raise InputError(
             f"has no column {', '.join(missing)}; is it a faultline cases.parquet?", path=path
         )
-    yield from handle.iter_batches(columns=columns, batch_size=65_536)
+    for name in wanted:
+        found = schema.get_all_field_indices(name)
+        if len(found) > 1:
+            raise InputError("the column appears twice", path=path, field=name)
+        got, expected = schema.field(found[0]).type, CASE_SCHEMA.field(name).type
+        if got != expected and not pa.types.is_null(got):
+            raise InputError(
+                f"the column holds {got}, expected {expected} (faultline.report.parquet."
+                "CASE_SCHEMA)",
+                path=path,
+                field=name,
+            )
+    first = 0
+    for batch in handle.iter_batches(columns=columns, batch_size=65_536):
+        _check_batch(batch, first, path)
+        yield batch
+        first += batch.num_rows
+
+
+def _check_batch(batch: pa.RecordBatch, first: int, path: Path) -> None:
+    """Each row of a batch (its first row's place in the file given) is a case object's."""
+    import pyarrow.compute as pc
+
+    def refuse(row: int, field: str, reason: str) -> None:
+        raise InputError(
+            f"row {first + row} of the cases table: {reason}",
+            path=path,
+            field=f"cases[{first + row}].{field}",
+        )
+
+    def first_true(mask: Any) -> int:
+        return int(pc.index(mask.fill_null(False), True).as_py())
+
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if name in _REQUIRED and column.null_count:
+            refuse(first_true(column.is_null()), name, f"got null, expected {_wants(name)}")
+        if name in _CHOICES:
+            bad = first_true(pc.invert(pc.is_in(column, value_set=pa.array(_CHOICES[name]))))
+            if bad >= 0:
+                words = ", ".join(map(repr, _CHOICES[name]))
+                refuse(bad, name, f"got {column[bad].as_py()!r}, expected one of {words}")
+        if pa.types.is_list(column.type):
+            _check_items(column, name, refuse, first_true)
+        if name == "error" and column.null_count < len(column):
+            for row, text in enumerate(column.to_pylist()):
+                if text is not None and not _is_error_json(text):
+                    refuse(row, name, f"got {text[:80]!r}, expected the JSON of a string or object")
+
+
+def _check_items(column: Any, name: str, refuse: Any, first_true: Any) -> None:
+    """No ``null`` inside a list column: a label, or an evidence span and each of its fields."""
+    import pyarrow.compute as pc
+
+    items = pc.list_flatten(column)
+    if not len(items):
+        return
+    parents = pc.list_parent_indices(column)
+    checks = [(items.is_null(), "", _wants(name))]
+    if pa.types.is_struct(items.type):
+        checks += [
+            (pc.struct_field(items, [i]).is_null(), f".{f.name}", _kind(f.type))
+            for i, f in enumerate(items.type)
+        ]
+    for mask, part, wants in checks:
+        at = first_true(mask)
+        if at >= 0:
+            row = parents[at].as_py()
+            index = at - first_true(pc.equal(parents, row))
+            refuse(row, f"{name}[{index}]{part}", f"got null, expected {wants}")
+
+
+def _is_error_json(text: str) -> bool:
+    try:
+        return isinstance(msgspec.json.decode(text), dict | str)
+    except msgspec.DecodeError:
+        return False
+
+
+def _wants(name: str) -> str:
+    """What a column's value is, in words."""
+    kind = CASE_SCHEMA.field(name).type
+    if pa.types.is_list(kind):
+        return "a list of evidence spans" if name == "evidence" else "a list of strings"
+    return _kind(kind)
+
+
+def _kind(kind: Any) -> str:
+    return "a whole number" if pa.types.is_integer(kind) else f"a {kind}"
 
 
 def read_sample(path: Path, size: int, seed: int) -> list[dict[str, Any]]:

@@ -96,6 +96,8 @@ _RULE_FIELDS = (
 )
 _QUIET = re2.Options()
 _QUIET.log_errors = False  # a bad pattern is our error to report, not a line on stderr
+_MAX_DEFINE_DEPTH = 100
+"""How deep defines may use one another (``a`` uses ``b``, which uses ``c`` ...)."""
 _PACK_FIELDS = ("name", "version", "description", "defines", "scoring", "rules")
 
 
@@ -345,7 +347,6 @@ class _PackReader:
                 doc.line_of("defines"),
                 "defines",
             )
-        out: dict[str, str] = {}
         for key, value in raw.items():
             if not isinstance(value, str):
                 raise self.error(
@@ -353,8 +354,47 @@ class _PackReader:
                     raw.line_of(key),
                     f"defines.{key}",
                 )
-            out[key] = self.expand(value, raw.line_of(key), f"defines.{key}", out)
+        out: dict[str, str] = {}
+        for key in raw:
+            self._resolve_define(raw, key, out, [])
         return out
+
+    def _resolve_define(
+        self, raw: LineDict, key: str, out: dict[str, str], chain: list[str]
+    ) -> str:
+        """``defines.key`` expanded: a define may use any other, written before or after it.
+
+        ``chain`` is the defines being expanded that led here; meeting one of them again is a
+        cycle, refused naming its members in order.
+        """
+        if key in out:
+            return out[key]
+        if key in chain:
+            cycle = [*chain[chain.index(key) :], key]
+            raise self.error(
+                "defines a cycle, "
+                + " -> ".join(f"'{{{{{name}}}}}'" for name in cycle)
+                + ": a define cannot use itself, directly or through others",
+                raw.line_of(cycle[0]),
+                f"defines.{cycle[0]}",
+            )
+        line, field_name = raw.line_of(key), f"defines.{key}"
+        if len(chain) > _MAX_DEFINE_DEPTH:
+            raise self.error(
+                f"uses defines nested more than {_MAX_DEFINE_DEPTH} deep", line, field_name
+            )
+
+        def sub(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in raw:
+                hint = did_you_mean(name, list(raw))
+                raise self.error(
+                    f"uses '{{{{{name}}}}}', which is not in defines{hint}", line, field_name
+                )
+            return self._resolve_define(raw, name, out, [*chain, key])
+
+        out[key] = _DEFINE.sub(sub, raw[key])
+        return out[key]
 
     def expand(
         self, pattern: str, line: int, field_name: str, defines: Mapping[str, str] | None = None
