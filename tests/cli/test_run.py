@@ -851,3 +851,80 @@ def test_a_replay_run_scores_like_score_on_the_same_file(
     assert {c["case_id"]: c["risk_score"] for c in b["cases"]} == risk
     assert b["run"]["target"]["provider"] == "replay"
     check_report(tmp_path / "replayed" / "report.json")
+
+
+# -- 10. extra request fields (--body) -----------------------------------------------------
+
+
+THINKING = '{"type": "enabled", "budget_tokens": 2048}'
+
+
+def test_body_fields_are_sent_recorded_and_part_of_what_resume_compares(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, small_files: Any
+) -> None:
+    body = ["--body", "reasoning_effort=high", "--body", f"thinking={THINKING}"]
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, *body)
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 0, result.stdout + result.stderr
+    assert fake_api.log
+    for r in fake_api.log:
+        assert r.body["reasoning_effort"] == "high"
+        assert r.body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    params = _report(tmp_path / "out")["run"]["execution"]["params"]
+    assert params["body"] == {
+        "reasoning_effort": "high",
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+    }
+    sent = len(fake_api.log)
+
+    changed = [a if a != "reasoning_effort=high" else "reasoning_effort=low" for a in args]
+    resumed = run_cli(*changed, "--resume", env={"OPENAI_API_KEY": KEY})
+    assert resumed.code == 2, resumed.stdout + resumed.stderr
+    assert "body" in resumed.stderr
+    _no_traceback(resumed)
+    assert len(fake_api.log) == sent
+
+
+def test_without_body_fields_the_recorded_parameters_are_as_before(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, small_files: Any
+) -> None:
+    result = run_cli(
+        *_run_args(tmp_path / "probes.jsonl", "out", fake_api), env={"OPENAI_API_KEY": KEY}
+    )
+    assert result.code == 0, result.stdout + result.stderr
+    assert "body" not in _report(tmp_path / "out")["run"]["execution"]["params"]
+    assert all("reasoning_effort" not in r.body for r in fake_api.log)
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ("temperature=0", "faultline sets 'temperature' itself (use --temperature)"),
+        ("stream=true", "faultline sets 'stream' itself"),
+        ("thinking={bad", "--body thinking: the value is not valid JSON"),
+        ("x=[NaN]", "--body x: the value is not valid JSON"),
+        ("effort", "--body: expected 'NAME=VALUE'"),
+        ("=high", "--body: expected 'NAME=VALUE'"),
+    ],
+)
+@pytest.mark.usefixtures("small_files")
+def test_a_bad_body_field_exits_2_before_any_request(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, given: str, words: str
+) -> None:
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--body", given)
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 2, result.stdout + result.stderr
+    assert words in result.stderr
+    _no_traceback(result)
+    assert not fake_api.log
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_body_field_given_twice_exits_2(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, small_files: Any
+) -> None:
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--body", "a=1", "--body", "a=2")
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 2, result.stdout + result.stderr
+    assert "--body: 'a' is given twice" in result.stderr
+    assert not fake_api.log

@@ -43,7 +43,14 @@ def hostile_report(tmp: Path, payloads: list[str]) -> Path:
         rows.append(
             {"probe_id": pid, "model": f"m{i % 2}{payload}", "response": SCRIPT_TEXT + payload}
         )
-        rows.append({"probe_id": pid, "model": f"r{payload}", "response": f"I can't. {payload}"})
+        rows.append(
+            {
+                "probe_id": pid,
+                "model": f"r{payload}",
+                "response": f"I can't. {payload}",
+                "reasoning": f"Thinking {payload}",
+            }
+        )
         rows.append(
             {
                 "probe_id": pid,

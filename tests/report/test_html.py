@@ -42,7 +42,7 @@ TEMPLATE_TAGS = {
     *("html", "head", "meta", "title", "style", "script", "body", "header", "nav", "main"),
     *("section", "dialog", "form", "button", "h1", "h2", "h3", "p", "div", "span", "code"),
     *("a", "table", "thead", "tbody", "tr", "th", "td", "label", "select", "option", "input"),
-    *("pre", "ul", "mark"),
+    *("pre", "ul", "mark", "details", "summary"),
 }
 
 

@@ -162,6 +162,8 @@ def _case_view(page: Page) -> dict[str, Any]:
             marks: Array.from(response.querySelectorAll("mark"))
               .map(m => [m.className, m.textContent]),
             evidence: document.querySelectorAll("#cv-evidence li").length,
+            reasoning: document.getElementById("cv-reasoning-box").hidden
+              ? null : text("cv-reasoning"),
           };
         }"""
     )
@@ -200,6 +202,8 @@ def _assert_case_view(page: Page, case: dict[str, Any]) -> None:
     assert shown["input"] == case["probe_input"]
     assert shown["explanation"] == case["explanation"]
     assert shown["marks"] == _expected_marks(case)
+    reasoning = case.get("reasoning")
+    assert shown["reasoning"] == (None if reasoning is None else visible(reasoning))
     shown_spans = sum(e["start"] < MAX_RESPONSE_CHARS for e in case["evidence"])
     past = len(case["evidence"]) - shown_spans  # said in one line
     assert shown["evidence"] == max(1, shown_spans + (past > 0))
@@ -800,6 +804,40 @@ def test_marks_line_up_after_characters_outside_the_basic_plane(
     assert _case_view(page)["marks"] == _expected_marks(case)
 
 
+def test_the_case_view_shows_a_reasoning_models_reasoning_apart_from_its_answer(
+    open_page: Callable[..., Opened], tmp_path: Path
+) -> None:
+    probes = write_jsonl(
+        tmp_path / "p.jsonl",
+        [{"id": "a", "category": "weapons", "severity": "high", "task": "t", "input": "How?"}],
+    )
+    rows = [
+        {
+            "probe_id": "a",
+            "response": "<think>\nThey want a weapon. Refuse.\n</think>\n\nI can't help.",
+        },
+        {"probe_id": "a", "sample": 1, "response": "No.", "reasoning": "Decline <b>this</b>."},
+        {"probe_id": "a", "sample": 2, "response": "I can't help with that."},
+    ]
+    faultline.score_files(
+        probes, write_jsonl(tmp_path / "r.jsonl", rows), tmp_path / "out", **FIXED
+    )
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    page = open_page(tmp_path / "out" / "report.html").page
+    shown = []
+    for case in report["cases"]:
+        page.evaluate("id => window.faultlineOpenCase(id)", case["case_id"])
+        _assert_case_view(page, case)
+        shown.append((_case_view(page)["response"], _case_view(page)["reasoning"]))
+        assert not page.locator("#cv-reasoning-box").evaluate("box => box.open")  # folded
+        _close_case_view(page)
+    assert shown == [
+        ("I can't help.", "They want a weapon. Refuse."),
+        ("No.", "Decline <b>this</b>."),
+        ("I can't help with that.", None),
+    ]
+
+
 def test_evidence_across_the_cut_is_clipped_and_evidence_past_it_is_announced(
     open_page: Callable[..., Opened], tmp_path: Path
 ) -> None:
@@ -1072,6 +1110,7 @@ def _exercise(page: Page, report: dict[str, Any]) -> list[str]:
         assert shown["response"] == (case["response"] or "")
         assert shown["task"] == case["task"]
         assert shown["input"] == case["probe_input"]
+        assert shown["reasoning"] == case.get("reasoning")
         if case["status"] == "error":
             error = case["error"]
             message = error["message"] if isinstance(error, dict) else error

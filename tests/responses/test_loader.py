@@ -80,6 +80,7 @@ def test_every_field_is_read(tmp_path: Path) -> None:
         "sample": 3,
         "model": "m-1",
         "finish_reason": "length",
+        "reasoning": "The user asks for text. Fine.",
     }
     (record,) = load_responses(write_jsonl(tmp_path / "r.jsonl", [row]))
     assert record == Response(**row)
@@ -297,6 +298,12 @@ BAD_LINES = [
         {"probe_id": "a", "response": "x", "finish_reason": 3},
         "finish_reason",
         ["a number (3)", "a string"],
+    ),
+    (
+        "reasoning object",
+        {"probe_id": "a", "response": "x", "reasoning": {"text": "hm"}},
+        "reasoning",
+        ["a mapping", "a string or null"],
     ),
     (
         "usage above 2^63-1",
@@ -573,6 +580,7 @@ _RECORD = st.one_of(
             "sample": st.integers(0, 10**9),
             "model": st.one_of(st.none(), _TEXT),
             "finish_reason": st.one_of(st.none(), _TEXT),
+            "reasoning": st.one_of(st.none(), _TEXT),
         },
     ).map(lambda extra: {**base, **extra})
 )

@@ -28,7 +28,7 @@ from faultline.responses.sources import (
     source_bytes,
 )
 
-FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
+FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage", "reasoning")
 STRING = pa.string()
 USAGE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64())])
 
@@ -47,6 +47,7 @@ def _schema(text: pa.DataType = STRING, error: pa.DataType = STRING) -> pa.Schem
             ("error", error),
             ("finish_reason", text),
             ("usage", USAGE),
+            ("reasoning", text),
         ]
     )
 
@@ -120,6 +121,7 @@ def _records(error: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]
             "model": st.one_of(st.none(), _TEXT),
             "finish_reason": st.one_of(st.none(), _TEXT),
             "usage": st.one_of(st.none(), _USAGE),
+            "reasoning": st.one_of(st.none(), _TEXT),
         },
     )
     return st.tuples(base, extra).map(lambda pair: {**pair[0], **pair[1]})
@@ -421,8 +423,17 @@ def test_a_file_that_is_not_parquet_names_the_file(tmp_path: Path) -> None:
         ("usage", pa.array(["a", "b", "c", "d"]), 1, ["a string", "struct"]),
         ("usage", pa.array([None, {"input_tokens": "x"}, None, None]), 2, ["a mapping"]),
         ("probe_id", pa.array([b"a", b"b", b"c", b"d"]), 1, ["binary", "a string"]),
+        ("reasoning", pa.array([None, None, 3, None]), 3, ["a number (3)", "a string or null"]),
     ],
-    ids=["sample-double", "response-int", "model-list", "usage-string", "usage-child", "id-binary"],
+    ids=[
+        "sample-double",
+        "response-int",
+        "model-list",
+        "usage-string",
+        "usage-child",
+        "id-binary",
+        "reasoning-int",
+    ],
 )
 def test_a_parquet_column_of_the_wrong_type_names_the_field_and_first_row(
     tmp_path: Path, column: str, values: pa.Array, row: int, words: list[str]

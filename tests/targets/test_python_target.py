@@ -209,11 +209,17 @@ def test_a_mapping_with_response_and_tokens_becomes_a_completion(write_module: W
                 'finish_reason': 'length',
                 'input_tokens': 5,
                 'output_tokens': 1,
+                'reasoning': 'Greet them.',
                 'ignored': True,
             }
     """
     assert answer(target(write_module, source)) == Completion(
-        text="hi", model="local-7b", finish_reason="length", input_tokens=5, output_tokens=1
+        text="hi",
+        model="local-7b",
+        finish_reason="length",
+        input_tokens=5,
+        output_tokens=1,
+        reasoning="Greet them.",
     )
 
 
@@ -221,7 +227,7 @@ def test_a_mapping_with_bad_optional_fields_keeps_the_response(write_module: Wri
     source = """
         def generate(messages):
             return {'response': 'hi', 'model': 7, 'finish_reason': None,
-                    'input_tokens': -1, 'output_tokens': True}
+                    'input_tokens': -1, 'output_tokens': True, 'reasoning': ['x']}
     """
     assert answer(target(write_module, source)) == Completion(text="hi")
 

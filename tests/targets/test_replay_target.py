@@ -16,7 +16,7 @@ from tests.conftest import write_jsonl
 
 ROWS: list[dict[str, Any]] = [
     {"probe_id": "a", "response": "a0", "model": "m-1", "finish_reason": "stop"},
-    {"probe_id": "a", "sample": 1, "response": "a1", "model": "m-1"},
+    {"probe_id": "a", "sample": 1, "response": "a1", "model": "m-1", "reasoning": "think"},
     {"probe_id": "b", "response": "b0", "model": "m-1", "finish_reason": "length"},
     {"probe_id": "c", "error": "read timed out", "model": "m-1"},
     {"probe_id": "d", "error": {"type": "timeout", "message": "after 30 s"}, "model": "m-1"},
@@ -54,7 +54,7 @@ def replay(tmp_path: Path) -> ReplayTarget:
     ("probe_id", "sample", "expected"),
     [
         ("a", 0, Completion(text="a0", model="m-1", finish_reason="stop")),
-        ("a", 1, Completion(text="a1", model="m-1")),
+        ("a", 1, Completion(text="a1", model="m-1", reasoning="think")),
         ("b", 0, Completion(text="b0", model="m-1", finish_reason="length")),
     ],
 )

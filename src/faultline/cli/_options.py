@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -145,3 +146,38 @@ def parse_config(
         severity_weights=weights,
         learned=None if rules_only else learned,
     )
+
+
+def body_fields(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``--body NAME=VALUE`` options as ``(name, JSON text)`` pairs, each name once."""
+    from faultline.targets.base import BODY_RESERVED
+
+    fields: dict[str, str] = {}
+    for text in given:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not name or any(c.isspace() for c in name):
+            raise UsageError(f"--body: expected 'NAME=VALUE', got {text!r}")
+        if name in BODY_RESERVED:
+            raise UsageError(f"--body: faultline sets '{name}' itself ({BODY_RESERVED[name]})")
+        if name in fields:
+            raise UsageError(f"--body: '{name}' is given twice")
+        fields[name] = _json_value(name, value)
+    return tuple(fields.items())
+
+
+def _json_value(name: str, value: str) -> str:
+    """VALUE as JSON text: JSON as written, or a bare word as a string."""
+    try:
+        return json.dumps(json.loads(value, parse_constant=_no_constant), ensure_ascii=False)
+    except ValueError as exc:
+        if value.strip()[:1] in ("{", "[", '"'):
+            raise UsageError(
+                f"--body {name}: the value is not valid JSON ({exc}); expected JSON, or a "
+                "bare word for a string"
+            ) from None
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _no_constant(word: str) -> Any:
+    raise ValueError(f"{word} is not a JSON number")

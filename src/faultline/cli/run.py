@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from faultline.cli._console import err, out, progress_seconds, run_progress, shown
-from faultline.cli._options import FiniteFloat, parse_config, scoring_options
+from faultline.cli._options import FiniteFloat, body_fields, parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run, with_variants
 from faultline.errors import UsageError
 
@@ -98,6 +98,15 @@ def _target_options(func: Any) -> Any:
             multiple=True,
             metavar="'NAME: VALUE'",
             help="Extra HTTP header (values are never written anywhere). Repeatable.",
+        ),
+        click.option(
+            "--body",
+            "body",
+            multiple=True,
+            metavar="'NAME=VALUE'",
+            help="An extra field of the request body, VALUE as JSON (a bare word is a string): "
+            '--body reasoning_effort=high, --body \'thinking={"type": "enabled", '
+            '"budget_tokens": 2048}\'. Recorded. Repeatable.',
         ),
         click.option(
             "--timeout",
@@ -329,6 +338,7 @@ def _request_options(o: dict[str, Any]) -> tuple[GenerationParams, RunnerConfig]
         seed=o["request_seed"],
         headers=tuple(_header(h) for h in o["headers"]),
         timeout=o["timeout"],
+        body=body_fields(o["body"]),
     )
     runner = RunnerConfig(
         concurrency=o["concurrency"],

@@ -270,7 +270,7 @@ def _view(case: Mapping[str, Any]) -> dict[str, Any]:
         else:
             evidence.append([to_u16(e["start"]), to_u16(e["end"]), e["kind"], e["rule"]])
     error = case.get("error")
-    return {
+    view: dict[str, Any] = {
         "id": case["case_id"],
         "p": case["probe_id"],
         "k": case.get("sample", 0),
@@ -294,6 +294,11 @@ def _view(case: Mapping[str, Any]) -> dict[str, Any]:
         "fm": case.get("detected_failure_modes") or [],
         "err": None if error is None else _error_text(error),
     }
+    reasoning = case.get("reasoning")
+    if reasoning:  # only reasoning models' cases carry the keys
+        view["rs"] = reasoning[:MAX_RESPONSE_CHARS]
+        view["rcut"] = len(reasoning) > MAX_RESPONSE_CHARS
+    return view
 
 
 def _utf16_offsets(text: str) -> Any:

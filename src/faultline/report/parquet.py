@@ -87,6 +87,7 @@ CASE_SCHEMA = pa.schema(
         ("task", pa.string()),
         ("probe_input", pa.string()),
         ("response", pa.string()),
+        ("reasoning", pa.string()),
         ("explanation", pa.string()),
         ("evidence", pa.list_(_EVIDENCE)),
         ("error", pa.string()),
@@ -99,7 +100,11 @@ CASE_SCHEMA = pa.schema(
 _SCORED_SCHEMA = pa.schema(
     [f for f in CASE_SCHEMA if f.name not in {g.name for g in GEOMETRY_FIELDS}]
 )
-_OPTIONAL = ("model", "error", "usage", "cluster", "scatter_x", "scatter_y")
+_OPTIONAL = ("model", "reasoning", "error", "usage", "cluster", "scatter_x", "scatter_y")
+_ADDED = frozenset({"reasoning"})
+"""Columns added since cases.parquet was first written: a file from before one is read
+without it, as cases that had none (``reasoning``: faultline 0.x before reasoning models were
+read)."""
 _JSON = msgspec.json.Encoder()
 
 
@@ -215,6 +220,9 @@ def iter_case_rows(path: Path, columns: list[str] | None = None) -> Iterator[pa.
     handle = _open(path)
     schema = handle.schema_arrow
     wanted = CASE_SCHEMA.names if columns is None else columns
+    if any(name in _ADDED and name not in schema.names for name in wanted):
+        wanted = [n for n in wanted if n in schema.names or n not in _ADDED]
+        columns = None if columns is None else wanted
     missing = sorted(set(wanted) - set(schema.names))
     if missing:
         raise InputError(

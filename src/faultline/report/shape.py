@@ -141,6 +141,7 @@ class CaseShape(msgspec.Struct):
     task: str = ""
     probe_input: str = ""
     response: str | None = None
+    reasoning: str | None = None
     evidence: list[_Span] = []
     detected_failure_modes: list[str] = []
     matched_boundary_patterns: list[str] = []

@@ -30,7 +30,16 @@ from faultline.responses.model import Response, Usage
 
 __all__ = ["decode_batch", "iter_batches", "scan_batch"]
 
-_FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
+_FIELDS = (
+    "probe_id",
+    "response",
+    "sample",
+    "model",
+    "error",
+    "finish_reason",
+    "usage",
+    "reasoning",
+)
 _EXPECTED = {
     "probe_id": "a string",
     "response": "a string",
@@ -39,6 +48,7 @@ _EXPECTED = {
     "error": "a string or a struct",
     "finish_reason": "a string or null",
     "usage": "a struct {input_tokens, output_tokens} of whole numbers, or null",
+    "reasoning": "a string or null",
 }
 _HASH_BLOCK = 1 << 20
 
@@ -160,8 +170,17 @@ def decode_batch(path: Path, batch: Any, first_row: int) -> ResponseBatch:
         for name in _FIELDS
     ]
     responses = [
-        Response(probe_id=p, response=r, sample=s, model=m, error=e, finish_reason=f, usage=u)
-        for p, r, s, m, e, f, u in zip(*ordered, strict=False)
+        Response(
+            probe_id=p,
+            response=r,
+            sample=s,
+            model=m,
+            error=e,
+            finish_reason=f,
+            usage=u,
+            reasoning=t,
+        )
+        for p, r, s, m, e, f, u, t in zip(*ordered, strict=False)
     ]
     return ResponseBatch(path, list(range(first_row, first_row + n)), responses)
 
@@ -220,6 +239,7 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "error": _is_error,
     "finish_reason": _is_text,
     "usage": _is_usage,
+    "reasoning": _is_text,
 }
 
 

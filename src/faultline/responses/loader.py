@@ -44,7 +44,16 @@ CHUNK_BYTES = 4 << 20
 """How many bytes of JSONL a chunk holds, roughly."""
 _BOM = b"\xef\xbb\xbf"
 _DECODER = msgspec.json.Decoder(Response)
-_FIELDS = ("probe_id", "response", "sample", "model", "error", "finish_reason", "usage")
+_FIELDS = (
+    "probe_id",
+    "response",
+    "sample",
+    "model",
+    "error",
+    "finish_reason",
+    "usage",
+    "reasoning",
+)
 # The fields whose repetition would change a verdict, checked on every piece (docs/scale.md).
 _QUOTED = (b'"probe_id"', b'"response"', b'"error"')
 MAX_SAMPLE = 2**63 - 1
@@ -318,6 +327,7 @@ def _explain_invalid(raw: bytes, message: str, path: Path, line: int) -> Respons
         "error": "a string or an object",
         "finish_reason": "a string or null",
         "usage": "an object {input_tokens, output_tokens} of whole numbers, or null",
+        "reasoning": "a string or null",
     }
     if field in expected:
         value = obj.get(field)

@@ -39,6 +39,11 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         finish_reason: Why generation stopped, as the API reported it; ``length`` (OpenAI),
             ``max_tokens`` (Anthropic) and the others of :data:`TRUNCATION_REASONS`, in any
             case and with ``-`` or a space for ``_``, mean the answer was truncated.
+        usage: The tokens the generation cost, when recorded.
+        reasoning: A reasoning model's reasoning, when the target returned it apart from the
+            answer (``reasoning_content``, Anthropic's ``thinking`` blocks). Verdicts read the
+            answer only; reasoning written inside ``response`` as a ``<think>`` block is set
+            apart the same way (:mod:`faultline.responses.reasoning`).
     """
 
     probe_id: str
@@ -48,6 +53,7 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     error: str | dict[str, Any] | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
+    reasoning: str | None = None
 
     @property
     def truncated(self) -> bool:

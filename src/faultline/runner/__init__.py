@@ -388,6 +388,7 @@ class _Line(msgspec.Struct, omit_defaults=True):
     finish_reason: str | None = None
     usage: dict[str, int] | None = None
     error: dict[str, Any] | None = None
+    reasoning: str | None = None
 
 
 def _export(entries: Sequence[Entry], path: Path, model: str | None) -> None:
@@ -412,6 +413,7 @@ def _export(entries: Sequence[Entry], path: Path, model: str | None) -> None:
                 e.finish_reason,
                 usage or None,
                 None if e.error is None else dict(e.error),
+                e.reasoning,
             )
             handle.write(encode(line) + b"\n")
 

@@ -41,7 +41,13 @@ CREATE TABLE IF NOT EXISTS answers (
     input_tokens INTEGER,
     output_tokens INTEGER
 );
+CREATE TABLE IF NOT EXISTS reasoning (
+    key TEXT PRIMARY KEY,
+    reasoning TEXT NOT NULL
+);
 """
+# A reasoning model's reasoning, beside its answer: a table of its own, so that a cache
+# written by this version is still one to a faultline from before reasoning was recorded.
 _COLUMNS = ("key", "response", "model", "finish_reason", "input_tokens", "output_tokens")
 _WHAT_TO_DO = "delete it (the cache is rebuilt as runs answer), or give --cache another directory"
 
@@ -133,7 +139,9 @@ class ResponseCache:
         with self._lock:
             try:
                 row = self._db.execute(
-                    "SELECT response, model, finish_reason, input_tokens, output_tokens FROM answers WHERE key = ?",
+                    "SELECT response, model, finish_reason, input_tokens, output_tokens, "
+                    "reasoning.reasoning FROM answers LEFT JOIN reasoning USING (key) "
+                    "WHERE answers.key = ?",
                     (key,),
                 ).fetchone()
             except sqlite3.Error as exc:
@@ -149,6 +157,7 @@ class ResponseCache:
         Raises:
             RecordingError: The cache could not be written (a full disk, an I/O error).
         """
+        given = list(answers)
         rows = [
             (
                 key,
@@ -158,16 +167,27 @@ class ResponseCache:
                 c.input_tokens,
                 c.output_tokens,
             )
-            for key, c in answers
+            for key, c in given
         ]
         if not rows:
             return
+        reasoning = [
+            (key, None if c.reasoning is None else well_formed(c.reasoning)) for key, c in given
+        ]
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     self._db.executemany(
                         "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)", rows
+                    )
+                    self._db.executemany(
+                        "DELETE FROM reasoning WHERE key = ?",
+                        [(key,) for key, text in reasoning if text is None],
+                    )
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO reasoning VALUES (?, ?)",
+                        [(key, text) for key, text in reasoning if text is not None],
                     )
                 except BaseException:
                     self._db.execute("ROLLBACK")
@@ -190,7 +210,14 @@ class ResponseCache:
         self.put_many(
             (
                 cache_key(target, e.request, e.sample, e.probe_id),
-                Completion(e.response, e.model, e.finish_reason, e.input_tokens, e.output_tokens),
+                Completion(
+                    e.response,
+                    e.model,
+                    e.finish_reason,
+                    e.input_tokens,
+                    e.output_tokens,
+                    e.reasoning,
+                ),
             )
             for e in entries
             if e.response is not None and e.error is None and not e.cached

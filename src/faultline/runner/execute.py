@@ -302,4 +302,5 @@ def _entry(
         cached=cached,
         latency_s=latency,
         request=record,
+        reasoning=None if completion is None else completion.reasoning,
     )

@@ -74,12 +74,16 @@ CREATE TABLE IF NOT EXISTS cases (
     latency_s     REAL    NOT NULL,
     request       TEXT    NOT NULL,
     recorded_at   TEXT    NOT NULL,
+    reasoning     TEXT,
     PRIMARY KEY (probe_id, sample)
 );
 """
+_ADDED_COLUMNS = {"reasoning": "TEXT"}
+"""Columns added to ``cases`` since its first release, each at the end: a journal written
+before one gains it when it is opened again (its rows hold ``NULL`` there)."""
 _COLUMNS = (
     "probe_id, sample, response, model, finish_reason, error, input_tokens, output_tokens, "
-    "attempts, cached, latency_s, request, recorded_at"
+    "attempts, cached, latency_s, request, recorded_at, reasoning"
 )
 # A case sent again (--retry-errors) replaces its outcome but adds its attempts, so the run's
 # request count covers every sitting; an error that happens again says how many requests it
@@ -95,7 +99,7 @@ _UPDATED = ", ".join(
     f"{c} = {_SUMMED.get(c, f'excluded.{c}')}" for c in _COLUMNS.replace(" ", "").split(",")[2:]
 )
 _UPSERT = (
-    f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 13)}) "
+    f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 14)}) "
     f"ON CONFLICT (probe_id, sample) DO UPDATE SET {_UPDATED}"
 )
 
@@ -117,6 +121,8 @@ class Entry:
         cached: Whether the answer came from the response cache.
         latency_s: Seconds from the first attempt to the outcome.
         request: The request as sent: messages and parameters, no secrets.
+        reasoning: A reasoning model's reasoning, when the target returned it apart from
+            the answer.
     """
 
     probe_id: str
@@ -131,6 +137,7 @@ class Entry:
     cached: bool
     latency_s: float
     request: Mapping[str, Any]
+    reasoning: str | None = None
 
     def row(self) -> tuple[Any, ...]:
         """The entry as a ``cases`` row; a lone surrogate in any text is stored as U+FFFD.
@@ -152,6 +159,7 @@ class Entry:
             self.latency_s,
             well_formed(json.dumps(self.request, ensure_ascii=False, sort_keys=True)),
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            _text(self.reasoning),
         )
 
     @classmethod
@@ -170,6 +178,7 @@ class Entry:
             cached=bool(row[9]),
             latency_s=row[10],
             request=json.loads(row[11]),
+            reasoning=row[13],
         )
 
 
@@ -267,6 +276,7 @@ class Journal:
         sittings = int(meta.get("sittings", "0")) + 1
         try:
             with db:
+                _add_columns(db)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (wanted,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('sittings', ?)", (str(sittings),))
@@ -396,6 +406,14 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA busy_timeout=5000")
     db.executescript(_DDL)
     return db
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Give a journal written by an earlier faultline the columns added since."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(cases)")}
+    for name, kind in _ADDED_COLUMNS.items():
+        if name not in have:
+            db.execute(f"ALTER TABLE cases ADD COLUMN {name} {kind}")
 
 
 def _recorded(db: sqlite3.Connection) -> dict[tuple[str, int], bool]:

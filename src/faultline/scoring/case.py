@@ -56,8 +56,8 @@ class Evidence(msgspec.Struct, frozen=True, gc=False):
 class CaseScore(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The scored verdict on one response to one probe: the contract's case object.
 
-    Fields without a default are always written; ``model``, ``error`` and the observability
-    fields are written only when set.
+    Fields without a default are always written; ``model``, ``reasoning``, ``error`` and the
+    observability fields are written only when set.
 
     Attributes:
         case_id: Unique in the report: ``probe_id#sample``, plus ``@model`` when the
@@ -83,7 +83,12 @@ class CaseScore(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
         detected_failure_modes: The failure modes the evidence shows, the probe's own first.
         task: The probe's task.
         probe_input: The probe's input as text.
-        response: The model's answer (empty for an error without one).
+        response: The model's answer (empty for an error without one); a reasoning model's
+            reasoning is not part of it.
+        reasoning: A reasoning model's reasoning, set apart from its answer: returned apart by
+            the target, or found in the response as a ``<think>`` block
+            (:mod:`faultline.responses.reasoning`); written only when there is some. Shown in
+            the reports, never scored.
         explanation: One sentence: why this verdict.
         evidence: The spans that support the verdict.
         model: The model that answered, when recorded.
@@ -116,6 +121,7 @@ class CaseScore(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     task: str
     probe_input: str
     response: str
+    reasoning: str | None = None
     explanation: str
     evidence: list[Evidence]
     error: Any = None

@@ -31,6 +31,7 @@ from typing import Literal
 from faultline._util.text import blank
 from faultline.probes.model import Probe
 from faultline.responses.model import Response
+from faultline.responses.reasoning import answer_of
 from faultline.scoring.case import CaseScore, Evidence, ScoringConfig
 from faultline.scoring.disguise import Reading, undone_readings
 from faultline.scoring.explain import explain, explain_error
@@ -202,13 +203,19 @@ class Scorer:
             qualify_model: Add ``@model`` to case ids (when a run mixes several models).
         """
         batch = list(responses)
-        answered = [r for r in batch if r.error is None]
+        answers = [answer_of(r.response or "", r.reasoning) for r in batch]
+        answered = [i for i, r in enumerate(batch) if r.error is None]
         found = self._assess_batch(
-            [probes[r.probe_id].expect for r in answered],
-            [r.response or "" for r in answered],
-            [r.truncated for r in answered],
+            [probes[batch[i].probe_id].expect for i in answered],
+            [answers[i][0] for i in answered],
+            [batch[i].truncated for i in answered],
         )
-        read = self._read_undone([probes[r.probe_id] for r in answered], answered, found)
+        read = self._read_undone(
+            [probes[batch[i].probe_id] for i in answered],
+            [answers[i][0] for i in answered],
+            [batch[i].truncated for i in answered],
+            found,
+        )
         found.reverse()  # popped in order, so each assessment is freed once its case is built
         read.reverse()
         return [
@@ -216,14 +223,19 @@ class Scorer:
                 probes[r.probe_id],
                 r,
                 case_id_for(r.probe_id, r.sample, r.model, qualify_model),
-                None if r.error is not None else found.pop(),
-                None if r.error is not None else read.pop(),
+                answer=answer,
+                assessment=None if r.error is not None else found.pop(),
+                reading=None if r.error is not None else read.pop(),
             )
-            for r in batch
+            for r, answer in zip(batch, answers, strict=True)
         ]
 
     def _read_undone(
-        self, probes: Sequence[Probe], answered: Sequence[Response], found: list[Assessment]
+        self,
+        probes: Sequence[Probe],
+        texts: Sequence[str],
+        truncated: Sequence[bool],
+        found: list[Assessment],
     ) -> list[Reading | None]:
         """Score the answers to disguised variants with the disguise undone.
 
@@ -238,15 +250,15 @@ class Scorer:
         chosen: list[Reading | None] = [None] * len(found)
         todo = [
             (i, reading)
-            for i, (probe, response) in enumerate(zip(probes, answered, strict=True))
-            for reading in undone_readings(probe, response.response or "")
+            for i, (probe, text) in enumerate(zip(probes, texts, strict=True))
+            for reading in undone_readings(probe, text)
         ]
         if not todo:
             return chosen
         assessed = self._assess_batch(
             [probes[i].expect for i, _ in todo],
             [reading.text for _, reading in todo],
-            [answered[i].truncated for i, _ in todo],
+            [truncated[i] for i, _ in todo],
         )
         threshold = self.config.pass_threshold
         for (i, reading), assessment in zip(todo, assessed, strict=True):
@@ -264,23 +276,27 @@ class Scorer:
             case_id: The case id; by default ``probe_id#sample`` (:func:`case_id_for`).
         """
         cid = case_id or case_id_for(probe.id, response.sample, response.model, False)
+        answer = answer_of(response.response or "", response.reasoning)
         if response.error is not None:
-            return self._case(probe, response, cid, None)
-        found = [self.assess(probe, response.response or "", truncated=response.truncated)]
-        reading = self._read_undone([probe], [response], found)[0]
-        return self._case(probe, response, cid, found[0], reading)
+            return self._case(probe, response, cid, answer=answer, assessment=None)
+        found = [self.assess(probe, answer[0], truncated=response.truncated)]
+        reading = self._read_undone([probe], [answer[0]], [response.truncated], found)[0]
+        return self._case(probe, response, cid, answer=answer, assessment=found[0], reading=reading)
 
     def _case(
         self,
         probe: Probe,
         response: Response,
         cid: str,
+        *,
+        answer: tuple[str, str | None],
         assessment: Assessment | None,
         reading: Reading | None = None,
     ) -> CaseScore:
+        """The case of one response; ``answer``: its answer and reasoning (:func:`answer_of`)."""
+        text, reasoning = answer
         if assessment is None:
-            return self._error_case(cid, probe, response)
-        text = response.response or ""
+            return self._error_case(cid, probe, response, text, reasoning)
         read = text if reading is None else reading.text  # what the assessment is of
         rules, kinds, labels = self.pack.rules, self._kinds, self._labels
         matched: dict[str, list[str]] = {"safe": [], "unsafe": [], "boundary": []}
@@ -351,9 +367,11 @@ class Scorer:
                 else assessment.learned.rules_risk < threshold,
                 learned=learned_note,
                 undone=None if reading is None else reading.named,
+                reasoned=reasoning is not None,
             ),
             evidence=evidence,
             usage=response.usage,
+            reasoning=reasoning,
         )
 
     def _learned_evidence(
@@ -465,7 +483,7 @@ class Scorer:
             self._add_learned_batch(assessed, read, inputs, self.learned)
         done = iter(assessed)
         return [
-            _empty_assessment() if f is None else self._finished(next(done), cut)
+            self._finished(_empty_assessment() if f is None else next(done), cut)
             for f, cut in zip(found, truncated, strict=True)
         ]
 
@@ -700,7 +718,9 @@ class Scorer:
                 seen.setdefault(mode)
         return list(seen)
 
-    def _error_case(self, cid: str, probe: Probe, response: Response) -> CaseScore:
+    def _error_case(
+        self, cid: str, probe: Probe, response: Response, text: str, reasoning: str | None
+    ) -> CaseScore:
         error = response.error
         if isinstance(error, str) and len(error) > MAX_ERROR_CHARS:
             error = error[:MAX_ERROR_CHARS] + "…"
@@ -726,11 +746,12 @@ class Scorer:
             detected_failure_modes=[],
             task=probe.task,
             probe_input=probe.input_text,
-            response=response.response or "",
+            response=text,
             explanation=explain_error(error),
             evidence=[],
             error=error,
             usage=response.usage,
+            reasoning=reasoning,
         )
 
 

@@ -657,7 +657,11 @@ def _lower_escapes(text: str) -> str:
 
 
 def api_completion(
-    data: dict[str, Any], text: str, reason: object, usage_keys: tuple[str, str]
+    data: dict[str, Any],
+    text: str,
+    reason: object,
+    usage_keys: tuple[str, str],
+    reasoning: str | None = None,
 ) -> Completion:
     """A :class:`Completion` from an API answer: its text, stop reason, model and usage.
 
@@ -666,6 +670,7 @@ def api_completion(
         text: The answer's text, already extracted.
         reason: The stop reason as the API gave it (kept only when it is a string).
         usage_keys: The names of the input and output token counts in ``data["usage"]``.
+        reasoning: The model's reasoning, when the API returned it apart from the text.
     """
     usage = data.get("usage")
     if not isinstance(usage, dict):
@@ -677,6 +682,7 @@ def api_completion(
         finish_reason=reason if isinstance(reason, str) else None,
         input_tokens=token_count(usage.get(usage_keys[0])),
         output_tokens=token_count(usage.get(usage_keys[1])),
+        reasoning=reasoning,
     )
 
 

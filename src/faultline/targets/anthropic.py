@@ -57,6 +57,7 @@ class AnthropicTarget(HttpTarget):
             body["system"] = "\n\n".join(system)
         if p.temperature is not None:
             body["temperature"] = p.temperature
+        body.update(p.body_fields())
         data = await self.post_json("/v1/messages", body)
         if data.get("type") == "error":
             raise self.embedded_failure(data.get("error"))  # an error with a success status
@@ -74,6 +75,16 @@ def _completion(data: dict[str, Any]) -> Completion:
         for b in blocks
         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
+    # Extended thinking: "thinking" blocks before the answer (a "redacted_thinking" block
+    # holds only ciphertext, nothing to show).
+    thinking = [
+        b["thinking"]
+        for b in blocks
+        if isinstance(b, dict)
+        and b.get("type") == "thinking"
+        and isinstance(b.get("thinking"), str)
+        and b["thinking"].strip()
+    ]
     reason = data.get("stop_reason")
     if reason == "refusal" and not text.strip():
         # The API's safety classifier stopped the answer before any text: as with OpenAI's
@@ -100,7 +111,13 @@ def _completion(data: dict[str, Any]) -> Completion:
             "no_answer",
             f"the model called a tool instead of answering ({', '.join(tools)} blocks, no text)",
         )
-    return api_completion(data, text, reason, ("input_tokens", "output_tokens"))
+    return api_completion(
+        data,
+        text,
+        reason,
+        ("input_tokens", "output_tokens"),
+        reasoning="\n\n".join(thinking) or None,
+    )
 
 
 def _is_tool(block: dict[str, Any]) -> bool:

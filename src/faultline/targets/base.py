@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -12,6 +13,7 @@ from typing import Any, Literal, Protocol
 from faultline.errors import TargetError
 
 __all__ = [
+    "BODY_RESERVED",
     "CallError",
     "Completion",
     "FailureKind",
@@ -38,6 +40,18 @@ FailureKind = Literal[
 ]
 """Why a call failed; the first five are worth retrying."""
 
+BODY_RESERVED: dict[str, str] = {
+    "model": "the target spec names the model",
+    "messages": "the probes are the messages",
+    "system": "use --system",
+    "temperature": "use --temperature",
+    "max_tokens": "use --max-tokens",
+    "seed": "use --request-seed",
+    "stream": "faultline reads whole answers",
+    "n": "use --samples",
+}
+"""Request body fields faultline sets itself, and what to use instead of ``--body``."""
+
 RETRYABLE: frozenset[str] = frozenset(
     {"rate_limited", "server_error", "timeout", "connection", "malformed"}
 )
@@ -56,6 +70,11 @@ class GenerationParams:
             samples of a probe differ (``None``: not sent).
         headers: Extra HTTP headers, e.g. for a gateway; their values are treated as secrets.
         timeout: Seconds one request may take before it is abandoned (and retried).
+        body: Extra fields of the API request's body, each ``(name, JSON text of its value)``:
+            what a provider offers beyond the common parameters (``reasoning_effort``,
+            Anthropic's ``thinking``, vLLM's ``chat_template_kwargs``). Sent by the API
+            targets only; recorded, so a change is another request to ``--resume`` and the
+            cache. Never one of :data:`BODY_RESERVED`.
     """
 
     system: str | None = None
@@ -64,10 +83,14 @@ class GenerationParams:
     seed: int | None = None
     headers: tuple[tuple[str, str], ...] = ()
     timeout: float = 120.0
+    body: tuple[tuple[str, str], ...] = ()
 
     def record(self) -> dict[str, Any]:
-        """The parameters as recorded in the run directory: header values left out."""
-        return {
+        """The parameters as recorded in the run directory: header values left out.
+
+        ``body`` is recorded only when given, so the record of every other run is as it was.
+        """
+        record: dict[str, Any] = {
             "system": self.system,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -75,6 +98,13 @@ class GenerationParams:
             "headers": sorted({name for name, _ in self.headers}),
             "timeout": self.timeout,
         }
+        if self.body:
+            record["body"] = self.body_fields()
+        return record
+
+    def body_fields(self) -> dict[str, Any]:
+        """The extra body fields, decoded, by name."""
+        return {name: json.loads(value) for name, value in self.body}
 
 
 @dataclass(frozen=True)
@@ -117,6 +147,8 @@ class Completion:
         finish_reason: Why generation stopped, as the server said.
         input_tokens: Tokens of the request, when the server counted them.
         output_tokens: Tokens of the answer, when the server counted them.
+        reasoning: A reasoning model's reasoning, when the server returned it apart from the
+            answer (``None`` otherwise).
     """
 
     text: str
@@ -124,6 +156,7 @@ class Completion:
     finish_reason: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    reasoning: str | None = None
 
 
 class CallError(TargetError):

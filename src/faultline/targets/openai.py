@@ -51,6 +51,7 @@ class OpenAITarget(HttpTarget):
             body["max_tokens"] = p.max_tokens
         if request.seed is not None:
             body["seed"] = request.seed
+        body.update(p.body_fields())
         data = await self.post_json("/chat/completions", body)
         if "choices" not in data and data.get("error") is not None:
             raise self.embedded_failure(data["error"])  # an error with a success status
@@ -64,7 +65,12 @@ def _completion(data: dict[str, Any]) -> Completion:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise CallError("malformed", "the first choice has no 'message'")
-    text, refused = _text(message.get("content"))
+    text, refused, thought = _text(message.get("content"))
+    reasoning = _reasoning(message, thought)
+    if text is None and reasoning is not None:
+        # A reasoning model that has not answered yet (cut off by the token limit while it
+        # thought): servers send the content as null beside the reasoning. An empty answer.
+        text = ""
     refusal = message.get("refusal")
     if isinstance(refusal, str) and _visible(refusal):
         refused = refusal
@@ -93,29 +99,55 @@ def _completion(data: dict[str, Any]) -> Completion:
         )
     if not isinstance(text, str):
         raise CallError("malformed", "the message has neither 'content' nor 'refusal' text")
-    return api_completion(data, text, reason, ("prompt_tokens", "completion_tokens"))
+    return api_completion(
+        data, text, reason, ("prompt_tokens", "completion_tokens"), reasoning=reasoning
+    )
 
 
 def _visible(text: object) -> bool:
     return isinstance(text, str) and bool(text.strip())
 
 
-def _text(content: object) -> tuple[str | None, str | None]:
-    """The message's text and the refusal among its parts (each ``None`` when absent).
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+"""Where servers put a reasoning model's reasoning beside ``content``: ``reasoning_content``
+(DeepSeek, vLLM, SGLang, LM Studio) or ``reasoning`` (vLLM, Ollama, OpenRouter, Groq)."""
+
+
+def _reasoning(message: dict[str, Any], thought: str | None) -> str | None:
+    """The reasoning of a message: its first reasoning field with text, then thinking parts."""
+    found = next((v for k in _REASONING_KEYS if _visible(v := message.get(k))), None)
+    parts = [p for p in (found, thought) if isinstance(p, str) and p.strip()]
+    return "\n\n".join(parts) or None
+
+
+def _text(content: object) -> tuple[str | None, str | None, str | None]:
+    """The message's text, the refusal and the thinking among its parts (``None`` when absent).
 
     ``content`` is a string, or, from some compatible servers, a list of parts as requests
-    may be written: ``[{"type": "text", "text": "..."}]``, and ``{"type": "refusal",
-    "refusal": "..."}`` for a refusal. Parts of each type are joined.
+    may be written: ``[{"type": "text", "text": "..."}]``, ``{"type": "refusal", "refusal":
+    "..."}`` for a refusal, and ``{"type": "thinking", "thinking": ...}`` for reasoning
+    (Mistral's reasoning models: a string, or a list of text parts). Parts of each type are
+    joined.
     """
     if isinstance(content, str):
-        return content, None
+        return content, None, None
     if not isinstance(content, list):
-        return None, None
-    found: dict[str, list[str]] = {"text": [], "refusal": []}
+        return None, None, None
+    found: dict[str, list[str]] = {"text": [], "refusal": [], "thinking": []}
     for part in content:
         if isinstance(part, dict) and part.get("type") in found:
             value = part.get(part["type"])
+            if isinstance(value, list):  # thinking as a list of text parts
+                value = "".join(
+                    p["text"]
+                    for p in value
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
             if isinstance(value, str):
                 found[part["type"]].append(value)
-    texts, refusals = found["text"], found["refusal"]
-    return ("".join(texts) if texts else None), ("".join(refusals) if refusals else None)
+    texts, refusals, thinking = found["text"], found["refusal"], found["thinking"]
+    return (
+        ("".join(texts) if texts else None),
+        ("".join(refusals) if refusals else None),
+        ("\n\n".join(thinking) if thinking else None),
+    )

@@ -4,7 +4,7 @@ For in-process models and for custom HTTP clients. The function gets the convers
 the keyword arguments it declares among ``probe_id``, ``sample``, ``temperature``,
 ``max_tokens`` and ``seed``, and returns the answer as a string, a :class:`Completion`, or a
 mapping with ``response`` (and optionally ``model``, ``finish_reason``, ``input_tokens``,
-``output_tokens``)::
+``output_tokens``, ``reasoning``)::
 
     def generate(messages, *, temperature=None):
         return my_model.chat(messages, temperature=temperature)
@@ -228,6 +228,7 @@ def _completion(result: object, spec: str) -> Completion:
         return Completion(text=well_formed(result))
     if isinstance(result, Mapping) and isinstance(result.get("response"), str):
         model, reason = result.get("model"), result.get("finish_reason")
+        reasoning = result.get("reasoning")
         return _well_formed(
             Completion(
                 text=result["response"],
@@ -235,6 +236,7 @@ def _completion(result: object, spec: str) -> Completion:
                 finish_reason=reason if isinstance(reason, str) else None,
                 input_tokens=token_count(result.get("input_tokens")),
                 output_tokens=token_count(result.get("output_tokens")),
+                reasoning=reasoning if isinstance(reasoning, str) else None,
             )
         )
     returned = "None" if result is None else type(result).__name__
@@ -254,4 +256,5 @@ def _well_formed(completion: Completion) -> Completion:
         finish_reason=(
             None if completion.finish_reason is None else well_formed(completion.finish_reason)
         ),
+        reasoning=None if completion.reasoning is None else well_formed(completion.reasoning),
     )

@@ -96,6 +96,7 @@ class ReplayTarget:
             finish_reason=record.finish_reason,
             input_tokens=None if usage is None else usage.input_tokens,
             output_tokens=None if usage is None else usage.output_tokens,
+            reasoning=record.reasoning,
         )
 
     async def aclose(self) -> None:

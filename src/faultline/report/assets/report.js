@@ -204,7 +204,7 @@
         if (wants[i] !== "" && String(c[keys[i]]) !== wants[i]) return false;
       }
       if (!q) return true;
-      return [c.id, c.p, c.c, c.t, c.in, c.out, c.ex].some(function (s) {
+      return [c.id, c.p, c.c, c.t, c.in, c.out, c.rs, c.ex].some(function (s) {
         return s && String(s).toLowerCase().indexOf(q) !== -1;
       });
     });
@@ -321,6 +321,11 @@
     document.getElementById("cv-explanation").textContent = shown(c.ex);
     document.getElementById("cv-task").textContent = shown(c.t);
     document.getElementById("cv-input").textContent = shown(c.in);
+    var reasoningBox = document.getElementById("cv-reasoning-box");
+    reasoningBox.hidden = !c.rs;
+    reasoningBox.open = false;
+    document.getElementById("cv-reasoning").textContent = c.rs
+      ? shown(c.rs) + (c.rcut ? "\n… (cut here; the report's data has all of it)" : "") : "";
     document.getElementById("cv-response").replaceChildren(highlighted(c.out, c.ev));
     document.getElementById("cv-cut").hidden = !c.cut;
     var list = document.getElementById("cv-evidence");

@@ -1,0 +1,130 @@
+"""A reasoning model's answer, with its reasoning set apart.
+
+Reasoning models (DeepSeek-R1, Qwen3, QwQ, gpt-oss, Claude with extended thinking, the
+OpenAI o-series) think before they answer. Servers return that reasoning apart from the
+answer (``reasoning_content`` or ``reasoning`` beside ``content``, Anthropic's ``thinking``
+blocks), and faultline records it as the response's ``reasoning``; a server without a
+reasoning parser leaves it inside the text, as a ``<think>`` block. Verdicts are about the
+answer: a chain of thought that weighs "I can't help with that" and then answers a benign
+question is not an over-refusal, and one that resolves "I should refuse" before writing the
+phishing email is not a refusal. :func:`split_reasoning` finds the reasoning inside a text
+in these forms (docs/scoring.md, "Reasoning models"):
+
+* a leading block: ``<think>…</think>`` (also ``<thinking>`` and ``<reasoning>``, in any
+  case), possibly several in a row; a block that is never closed is reasoning to the end of
+  the text: the model was cut off while it thought, and gave no answer;
+* the closing tag alone: ``…</think>`` followed by a space, a line break or the end of the
+  text, with no opening tag before it. DeepSeek-R1's chat template writes the opening tag
+  into the prompt, so the model's own text starts inside its reasoning;
+* the gpt-oss "harmony" format as raw text: ``<|channel|>analysis<|message|>…<|end|>``, then
+  the answer of the ``final`` channel (up to ``<|return|>`` or ``<|end|>``).
+
+A tag anywhere else (an answer about parsing ``<think>`` tags, a ``</think>`` inside code)
+is part of the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Reasoned", "answer_of", "split_reasoning"]
+
+_NAMES = "think|thinking|reasoning"
+_LEADING = re.compile(rf"[\s\ufeff]*<({_NAMES})>", re.IGNORECASE)
+_CLOSE_ONLY = re.compile(rf"</({_NAMES})>(?=\s|\Z)", re.IGNORECASE)
+_HARMONY = re.compile(r"[\s\ufeff]*(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>")
+_HARMONY_FINAL = re.compile(r"<\|channel\|>final<\|message\|>")
+_HARMONY_STOP = re.compile(r"<\|(?:return|end|call)\|>")
+_SPACE = re.compile(r"\s*")
+_JOIN = "\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoned:
+    """Where a text's answer is, once its reasoning is set apart.
+
+    Attributes:
+        reasoning: The reasoning found in the text (blocks joined by a blank line), stripped.
+        start: Where the answer starts in the text (after the reasoning and the space after it).
+        end: Where the answer ends in the text.
+    """
+
+    reasoning: str
+    start: int
+    end: int
+
+
+def split_reasoning(text: str) -> Reasoned | None:
+    """The reasoning inside ``text`` and where its answer is, or ``None`` when it has none.
+
+    The answer is ``text[start:end]``: a part of the text as written, so every offset into it
+    is an offset into the text less ``start``. It is empty when the model never finished
+    reasoning.
+    """
+    if "<" not in text:  # most answers: one scan of the text
+        return None
+    leading = _LEADING.match(text)
+    if leading is not None:
+        return _leading(text, leading)
+    harmony = _HARMONY.match(text)
+    if harmony is not None:
+        return _harmony(text, harmony.end())
+    close = _CLOSE_ONLY.search(text)
+    if close is None or re.search(f"<{close.group(1)}>", text[: close.start()], re.IGNORECASE):
+        return None
+    return Reasoned(text[: close.start()].strip(), _after_space(text, close.end()), len(text))
+
+
+def answer_of(text: str, recorded: str | None = None) -> tuple[str, str | None]:
+    """The answer in ``text`` and the model's reasoning: ``recorded``, then any inside ``text``.
+
+    Args:
+        text: The response as the target returned it.
+        recorded: The reasoning the target returned apart from the text, if any.
+
+    Returns:
+        The answer (``text`` itself when it holds no reasoning) and the reasoning, ``None``
+        when there is none to show (an empty ``<think></think>`` block sets nothing apart).
+    """
+    split = split_reasoning(text)
+    if split is None:
+        return text, recorded if recorded is not None and recorded.strip() else None
+    parts = [p for p in (recorded, split.reasoning) if p is not None and p.strip()]
+    return text[split.start : split.end], _JOIN.join(parts) or None
+
+
+def _leading(text: str, opening: re.Match[str]) -> Reasoned:
+    """One or more leading blocks; the answer is what follows the last one."""
+    parts: list[str] = []
+    match: re.Match[str] | None = opening
+    at = 0
+    while match is not None:
+        closing = re.compile(f"</{match.group(1)}>", re.IGNORECASE).search(text, match.end())
+        if closing is None:  # cut off while reasoning: no answer
+            parts.append(text[match.end() :].strip())
+            return Reasoned(_joined(parts), len(text), len(text))
+        parts.append(text[match.end() : closing.start()].strip())
+        at = _after_space(text, closing.end())
+        match = _LEADING.match(text, at)
+    return Reasoned(_joined(parts), at, len(text))
+
+
+def _harmony(text: str, begin: int) -> Reasoned:
+    stop = _HARMONY_STOP.search(text, begin)
+    if stop is None:  # cut off while reasoning
+        return Reasoned(text[begin:].strip(), len(text), len(text))
+    reasoning = text[begin : stop.start()].strip()
+    final = _HARMONY_FINAL.search(text, stop.end())
+    start = _after_space(text, final.end() if final is not None else stop.end())
+    end = _HARMONY_STOP.search(text, start) if final is not None else None
+    return Reasoned(reasoning, start, len(text) if end is None else end.start())
+
+
+def _after_space(text: str, at: int) -> int:
+    space = _SPACE.match(text, at)
+    return at if space is None else space.end()
+
+
+def _joined(parts: list[str]) -> str:
+    return _JOIN.join(p for p in parts if p)
