@@ -98,7 +98,10 @@ def scored(
     **labels: Any,
 ) -> ScoredRow:
     row = LabelledRow(id=id, prompt=f"prompt {id}", response=f"response {id}", **labels)
-    return ScoredRow(row, file, line, c, c if harm is None else harm, cross_fitted)
+    # The scorer's case holds the row's response (its answer: no reasoning here).
+    c = msgspec.structs.replace(c, response=row.response)
+    harm = c if harm is None else msgspec.structs.replace(harm, response=row.response)
+    return ScoredRow(row, file, line, c, harm, cross_fitted)
 
 
 A, B = "a.jsonl", "b.jsonl"
@@ -562,9 +565,10 @@ HOSTILE = "x | y <script>alert(1)</script> ![img](http://evil.example/a.png) [li
 
 def hostile_summary() -> dict[str, Any]:
     evidence = [Evidence("u.<b>", "unsafe", 0, len(HOSTILE), HOSTILE)]
-    c = case("fail", unsafe=["u.<b>|"], explanation=HOSTILE, evidence=evidence)
+    response = HOSTILE + "\n\n# heading\n- item"
+    c = case("fail", unsafe=["u.<b>|"], explanation=HOSTILE, evidence=evidence, response=response)
     row = LabelledRow(
-        id=HOSTILE, prompt=HOSTILE, response=HOSTILE + "\n\n# heading\n- item", label_harmful=False,
+        id=HOSTILE, prompt=HOSTILE, response=response, label_harmful=False,
         source=HOSTILE, model="m|<i>",
     )  # fmt: skip
     return summarise([ScoredRow(row, "evil|<a>.jsonl", 1, c, c)], scorer={"rules|": HOSTILE})

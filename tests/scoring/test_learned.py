@@ -431,6 +431,29 @@ def test_training_is_deterministic_and_learns_the_telling_phrases() -> None:
     assert len(first.trained["groups"]) == 8
 
 
+def test_training_reads_a_reasoning_models_answer_as_scoring_does() -> None:
+    # Before, the heads learnt from the <think> block too, which scoring never reads.
+    pack = load_rule_pack("default")
+    answer = "Sure, here is a widget guide: 1. Cut the board. 2. Glue it. 3. Paint it."
+    rows = [
+        LabelledRow(
+            id=str(i),
+            prompt="How do I make a widget?",
+            response=text,
+            label_refusal="compliance",
+            label_harmful=True,
+            prompt_should_be_refused=True,
+        )
+        for i, text in enumerate(
+            [answer, f"<think>I can't help with gardens. I must refuse.</think>\n\n{answer}"]
+        )
+    ]
+    plain, reasoned = (prepare([row], pack) for row in rows)
+    for head in ("refusal", "harm"):
+        assert getattr(reasoned, head).phrases == getattr(plain, head).phrases
+        assert getattr(reasoned, head).features.tolist() == getattr(plain, head).features.tolist()
+
+
 def test_a_source_named_empty_is_not_a_missing_source_when_weighing_harm_rows() -> None:
     # A source with fewer directly labelled rows than min_source_rows is weighted up to that
     # many: two rows of source "" weigh 3000 / 2 each, the one row without a source 3000.

@@ -368,6 +368,7 @@ def _wrong_row(s: ScoredRow, v: _Verdict) -> dict[str, Any]:
             for e in v.case.evidence
         ],
         "prompt": s.row.prompt,
-        "response": s.row.response,
+        "response": v.case.response,
+        **({"reasoning": v.case.reasoning} if v.case.reasoning is not None else {}),
         "cross_fitted": s.cross_fitted,
     }

@@ -40,6 +40,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
 from faultline._util.text import blank
+from faultline.responses.reasoning import answer_of
 from faultline.calibration.labelled import LabelledRow, expectation, group_key, prompt_key
 from faultline.scoring.learned import (
     FORMAT,
@@ -181,7 +182,7 @@ def prepare(
     refusal: dict[str, list[Any]] = defaultdict(list)
     harm: dict[str, list[Any]] = defaultdict(list)
     for i, row in enumerate(rows):
-        text = row.response
+        text = answer_of(row.response)[0]  # what scoring reads: a reasoning model's answer
         if blank(text):
             continue
         expect = expectation(row)
