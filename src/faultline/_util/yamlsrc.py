@@ -258,6 +258,9 @@ def text_of(obj: Mapping[str, Any], key: str) -> str | None:
     return None
 
 
+_TOO_DEEP = "nested too deeply"
+
+
 def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
     """Parse one YAML document, keeping line numbers.
 
@@ -289,10 +292,12 @@ def load_yaml(text: str, *, path: str, error: type[InputError]) -> Any:
         mark = exc.problem_mark or exc.context_mark
         line = None if mark is None else loader.line(mark)
         what = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        if what == "exceeded maximum nesting depth":  # libyaml's limit (PyYAML 6.0.4 and later)
+            what = _TOO_DEEP
         raise error(f"not valid YAML: {what}", path=path, line=line) from None
     except yaml.YAMLError as exc:
         raise error(f"not valid YAML: {' '.join(str(exc).split())}", path=path) from None
-    except RecursionError:
-        raise error("not valid YAML: nested too deeply", path=path) from None
+    except RecursionError:  # the pure-Python parser, or libyaml before its own limit
+        raise error(f"not valid YAML: {_TOO_DEEP}", path=path) from None
     finally:
         loader.dispose()
