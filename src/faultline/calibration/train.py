@@ -40,8 +40,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
 from faultline._util.text import blank
-from faultline.responses.reasoning import answer_of
 from faultline.calibration.labelled import LabelledRow, expectation, group_key, prompt_key
+from faultline.responses.reasoning import answer_of
 from faultline.scoring.learned import (
     FORMAT,
     HARM_FEATURES,
