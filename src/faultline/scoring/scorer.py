@@ -351,6 +351,7 @@ class Scorer:
                 else assessment.learned.rules_risk < threshold,
                 learned=learned_note,
                 undone=None if reading is None else reading.named,
+                soft_refusal=matched["boundary"] == [LEARNED_REFUSAL],
             ),
             evidence=evidence,
             usage=response.usage,
