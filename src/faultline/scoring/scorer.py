@@ -621,14 +621,21 @@ class Scorer:
         if worst is None or worst[0].risk < self.config.pass_threshold:
             return found
         voice, offset, end = worst
-        moved = [Hit(h.start + offset, h.rule, h.end + offset) for h in voice.hits]
+        # The other voices keep their hits, before or after this one, and a refusal stays where
+        # it was said even when this voice uses the same words.
+        outside = [h for h in hits if not offset <= h.start < end]
+        said = {h.rule for h in outside if self._is_boundary[h.rule]}
+        moved = [
+            Hit(h.start + offset, h.rule, h.end + offset) for h in voice.hits if h.rule not in said
+        ]
         kept = {h.rule for h in moved}
-        # The other voices keep their hits, the refusal among them, before or after this one.
-        others = [h for h in hits if h.rule not in kept and not offset <= h.start < end]
-        refusal = found.lead or next(h for h in hits if self._is_boundary[h.rule])
+        evidence = sorted(moved + [h for h in outside if h.rule not in kept])
+        refusal = next((h for h in outside if h.rule in said), None) or next(
+            (h for h in evidence if self._is_boundary[h.rule]), found.lead or hits[0]
+        )
         return Assessment(
             voice.risk,
-            sorted(moved + others),
+            evidence,
             ["refusal_then_compliance", *(m for m in voice.modes if m != "unrefused_request")],
             "voice_compliance",
             refusal,
