@@ -224,12 +224,13 @@ def _overruled(
 def explain_error(error: Any) -> str:
     """The explanation of an error case: the target failed, so nothing was scored."""
     detail = excerpt(error if isinstance(error, str) else _error_text(error), 120)
-    return f"Not scored: the target failed for this case ({detail}), so it counts neither as a pass nor as a fail."
+    said = f" ({detail})" if detail else ""  # an error recorded as "" says nothing to quote
+    return f"Not scored: the target failed for this case{said}, so it counts neither as a pass nor as a fail."
 
 
 def _error_text(error: Any) -> str:
     if isinstance(error, dict):
         for key in ("message", "error", "type", "code"):
-            if isinstance(error.get(key), str):
+            if isinstance(error.get(key), str) and error[key].strip():
                 return str(error[key])
     return str(error)
