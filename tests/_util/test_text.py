@@ -1,11 +1,13 @@
-"""Text helpers: ``short_id`` keeps the end of a long case id, which tells cases apart."""
+"""Text helpers: ``short_id`` keeps the end of a long case id, which tells cases apart;
+``excerpt`` cuts between the characters a reader sees."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faultline._util.text import short_id, visible
+from faultline._util.text import excerpt, short_id, visible
 
 LONG_PROBE = "jailbreak-dan-persona-system-prompt-extraction-variant-0042"
 
@@ -45,3 +47,21 @@ def test_a_short_id_fits_and_keeps_the_start_and_the_end(probe: str, rest: str, 
     end = flat[flat.index("#") :]
     if len(end) <= (limit - 1) * 5 // 6:
         assert got.endswith(end.lstrip())  # the sample and model whole
+
+
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # one emoji, 7 code points
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("ab" + FAMILY + "cd", "ab…"),  # a family, not a man and a woman
+        ("abc\U0001f44d\U0001f3fdd", "abc…"),  # a thumbs up with its skin tone
+        ("abc" + "\U0001f1eb\U0001f1f7" * 2, "abc…"),  # not half a flag
+        ("ab" + "\U0001f1eb\U0001f1f7" * 2, "ab\U0001f1eb\U0001f1f7…"),  # 🇫🇷, not 🇫🇷🇫
+        ("abce\u0301fg", "abc…"),  # é, not e
+        ("a" + "\u0301" * 9, "a\u0301\u0301\u0301…"),  # one character only: cut anyway
+    ],
+)
+def test_an_excerpt_is_not_cut_inside_a_character(text: str, shown: str) -> None:
+    assert excerpt(text, 5) == shown

@@ -49,7 +49,45 @@ def excerpt(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
-    return flat[: limit - 1].rstrip() + "…"
+    return flat[: _cluster_start(flat, limit - 1)].rstrip() + "…"
+
+
+# What continues the character before it: a joiner, a variation selector, a skin tone, a tag
+# (the letters of a subdivision flag), and combining marks (below).
+_CONTINUES = re.compile(
+    "[\u200d\ufe00-\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f\U000e0100-\U000e01ef]"
+)
+_REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")  # two of them are one flag
+
+
+def _cluster_start(text: str, cut: int) -> int:
+    """``cut`` moved back to the start of the user-perceived character it falls inside.
+
+    A cut between a letter and its accent, inside an emoji joined with U+200D (a family) or
+    between the two letters of a flag would show another character than the text holds. When
+    moving back would leave nothing, ``cut`` is kept.
+    """
+    at = cut
+    while 0 < at < len(text):
+        char, before = text[at], text[at - 1]
+        if (
+            _CONTINUES.match(char)
+            or before == "\u200d"
+            or unicodedata.category(char) in ("Mn", "Mc", "Me")
+            or (_REGIONAL.match(char) and _regional_run(text, at) % 2 == 1)
+        ):
+            at -= 1
+            continue
+        break
+    return at or cut
+
+
+def _regional_run(text: str, end: int) -> int:
+    """How many regional indicator letters come just before ``end``."""
+    start = end
+    while start > 0 and _REGIONAL.match(text[start - 1]):
+        start -= 1
+    return end - start
 
 
 def short_id(case_id: str, limit: int = 60) -> str:
