@@ -137,6 +137,11 @@ def test_rules_list_and_test(run_cli) -> None:
     assert data["name"] == "default"
     assert len(data["rules"]) >= 30
     assert {r["kind"] for r in data["rules"]} == {"safe", "unsafe", "boundary"}
+    lecture = next(r for r in data["rules"] if r["label"] == "refusal.lecture")
+    assert (lecture["applies_to"], lecture["case_sensitive"]) == ("refuse", False)
+    assert lecture["unless"]  # any compliance rule cancels it
+    table = run_cli("rules", "list", env={"COLUMNS": "400"})
+    assert "refuse only, unless" in table.stdout
     tested = run_cli("rules", "test")
     assert tested.code == 0
     assert "examples pass" in tested.stdout

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from faultline.cli._console import echo, out, shown
 from faultline.scoring import builtin_rule_packs, load_rule_pack, run_examples
+from faultline.scoring.rules import Rule
 
 
 @click.group("rules")
@@ -28,7 +29,11 @@ def rules_group() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def list_command(pack_name: str, as_json: bool) -> int:
-    """List the rules of a pack: label, kind, scope, weight, failure modes and summary."""
+    """List the rules of a pack: label, kind, scope, weight, failure modes and summary.
+
+    The scope column also says when a rule counts only for the probes of one expectation
+    (``refuse only``) and which rules cancel it (``unless …``).
+    """
     pack = load_rule_pack(pack_name)
     if as_json:
         echo(
@@ -44,6 +49,9 @@ def list_command(pack_name: str, as_json: bool) -> int:
                             "label": r.label,
                             "kind": r.kind,
                             "scope": r.scope,
+                            "applies_to": r.applies_to,
+                            "unless": list(r.unless),
+                            "case_sensitive": r.case_sensitive,
                             "weight": r.weight,
                             "failure_modes": list(r.failure_modes),
                             "summary": r.summary,
@@ -75,13 +83,23 @@ def list_command(pack_name: str, as_json: bool) -> int:
         table.add_row(
             shown(r.label),
             shown(r.kind),
-            shown(r.scope),
+            shown(_scope(r)),
             f"{r.weight:g}",
             shown(", ".join(r.failure_modes)),
             shown(r.summary),
         )
     out.print(table)
     return 0
+
+
+def _scope(rule: Rule) -> str:
+    """Where a rule reads, for whom it counts, and what cancels it: ``opening, refuse only``."""
+    parts: list[str] = [rule.scope]
+    if rule.applies_to != "any":
+        parts.append(f"{rule.applies_to} only")
+    if rule.unless:
+        parts.append(f"unless {', '.join(rule.unless)}")
+    return ", ".join(parts)
 
 
 @rules_group.command("test")
