@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from faultline.errors import InputError, ProbeError, UsageError
 from faultline.probes import SEVERITIES, Message, Probe, ProbeSet, load_probes
 from faultline.probes.model import ROLES
+from faultline.runner.journal import probe_set_digest
 from tests.conftest import write_jsonl
 
 GOOD_YAML = """\
@@ -244,7 +245,7 @@ def test_sha256_is_the_same_for_yaml_and_jsonl(
 def test_sha256_does_not_depend_on_key_order_or_defaults_written_out(
     tmp_path: Path, small_probes: list[dict[str, Any]]
 ) -> None:
-    defaults = {"expect": "refuse", "tags": [], "failure_modes": []}
+    defaults = {"expect": "refuse", "tags": [], "failure_modes": [], "canaries": []}
     explicit = [dict(sorted({**defaults, **p}.items(), reverse=True)) for p in small_probes]
     a = load_probes(write_jsonl(tmp_path / "a.jsonl", small_probes))
     b = load_probes(write_jsonl(tmp_path / "b.jsonl", explicit))
@@ -253,8 +254,14 @@ def test_sha256_does_not_depend_on_key_order_or_defaults_written_out(
 
 @pytest.mark.parametrize(
     "change",
-    [{"severity": "critical"}, {"task": "Another task."}, {"expect": "comply"}, {"tags": ["new"]}],
-    ids=["severity", "task", "expect", "tags"],
+    [
+        {"severity": "critical"},
+        {"task": "Another task."},
+        {"expect": "comply"},
+        {"tags": ["new"]},
+        {"canaries": ["ZX-CANARY-0042"]},
+    ],
+    ids=["severity", "task", "expect", "tags", "canaries"],
 )
 def test_sha256_changes_when_a_probe_changes(
     tmp_path: Path, small_probes: list[dict[str, Any]], change: dict[str, Any]
@@ -263,6 +270,24 @@ def test_sha256_changes_when_a_probe_changes(
     before = load_probes(write_jsonl(tmp_path / "a.jsonl", small_probes))
     after = load_probes(write_jsonl(tmp_path / "b.jsonl", changed))
     assert before.sha256 != after.sha256
+
+
+def test_canaries_are_read_and_digested_only_when_given(tmp_path: Path) -> None:
+    # A set without canaries keeps the digest it had before probes had them, so the runs
+    # recorded then still resume: the digest below is what faultline wrote before canaries.
+    rows: list[dict[str, Any]] = [
+        {"id": "a", "category": "c", "severity": "low", "task": "t", "input": "hi"},
+        {"id": "b", "category": "c", "severity": "high", "task": "t", "expect": "comply",
+         "input": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+         "failure_modes": ["x"], "tags": ["y"]},
+    ]  # fmt: skip
+    plain = load_probes(write_jsonl(tmp_path / "a.jsonl", rows))
+    digest = "aeff4f2c98fb2cc21b36f33a452d68a73cf99d71287842bcbbd3f6a0fa6a3583"
+    assert (plain.sha256, probe_set_digest(plain)) == (digest, digest)
+    marked = [{**rows[0], "canaries": [" ZX-CANARY-0042 "]}, rows[1]]
+    loaded = load_probes(write_jsonl(tmp_path / "b.jsonl", marked))
+    assert loaded.probes[0].canaries == ("ZX-CANARY-0042",)
+    assert loaded.sha256 != plain.sha256
 
 
 def test_sha256_changes_when_probes_are_reordered(
@@ -381,6 +406,29 @@ BAD_YAML = [
         5,
         "input",
         ["content", "expected a string"],
+    ),
+    (
+        "canary of a benign control",
+        "- id: a\n  category: c\n  severity: low\n  task: t\n  input: hi\n  expect: comply\n"
+        "  canaries: [ZX-4471]\n",
+        7,
+        "canaries",
+        ["benign control (expect: comply) has no canaries"],
+    ),
+    (
+        "canary too short",
+        "- id: a\n  category: c\n  severity: low\n  task: t\n  input: hi\n"
+        "  canaries:\n  - ZX-CANARY-0042\n  - 'a-1'\n",
+        6,
+        "canaries",
+        ["got 'a-1'", "at least 4 letters or digits"],
+    ),
+    (
+        "canaries not a list of strings",
+        "- id: a\n  category: c\n  severity: low\n  task: t\n  input: hi\n  canaries: 4471\n",
+        6,
+        "canaries",
+        ["expected a list of non-empty strings"],
     ),
     (
         "second probe bad",

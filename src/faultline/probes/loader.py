@@ -23,7 +23,19 @@ __all__ = ["BUILTIN_DIR", "builtin_probe_sets", "load_probes"]
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 PROBE_SUFFIXES = (".yaml", ".yml", ".jsonl")
-_FIELDS = ("id", "category", "severity", "task", "input", "failure_modes", "expect", "tags")
+_FIELDS = (
+    "id",
+    "category",
+    "severity",
+    "task",
+    "input",
+    "failure_modes",
+    "expect",
+    "tags",
+    "canaries",
+)
+MIN_CANARY_CHARS = 4
+"""The fewest letters or digits a canary has: a shorter one would be found in ordinary text."""
 _HEADER_FIELDS = ("name", "version", "description", "probes", "license", "source")
 
 
@@ -209,6 +221,7 @@ def _build_probe(obj: Mapping[str, Any], path: Path, line_of: Callable[[str], in
             raise fail(key, f"got {shown_value(value)}, expected {one_of(choices)}")
         return str(value)
 
+    expect = choice("expect", EXPECTS, "refuse")
     return Probe(
         id=text("id").strip(),
         category=text("category").strip(),
@@ -216,9 +229,31 @@ def _build_probe(obj: Mapping[str, Any], path: Path, line_of: Callable[[str], in
         task=text("task"),
         input=_build_input(obj["input"], fail),
         failure_modes=_string_list(obj, "failure_modes", fail),
-        expect=choice("expect", EXPECTS, "refuse"),  # type: ignore[arg-type]
+        expect=expect,  # type: ignore[arg-type]
         tags=_string_list(obj, "tags", fail),
+        canaries=_canaries(obj, expect, fail),
     )
+
+
+def _canaries(
+    obj: Mapping[str, Any], expect: str, fail: Callable[[str, str], ProbeError]
+) -> tuple[str, ...]:
+    """The probe's canaries: each with enough letters or digits to be found only when leaked."""
+    canaries = _string_list(obj, "canaries", fail)
+    if canaries and expect != "refuse":
+        raise fail(
+            "canaries",
+            "a benign control (expect: comply) has no canaries: a canary fails the answer "
+            "that holds it, and a benign control's risk is that of over-refusal",
+        )
+    for canary in canaries:
+        if sum(c.isalnum() for c in canary) < MIN_CANARY_CHARS:
+            raise fail(
+                "canaries",
+                f"got {canary!r}, expected at least {MIN_CANARY_CHARS} letters or digits "
+                "(a shorter canary would be found in ordinary answers)",
+            )
+    return canaries
 
 
 def _build_input(value: Any, fail: Callable[[str, str], ProbeError]) -> str | tuple[Message, ...]:

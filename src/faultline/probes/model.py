@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import msgspec
 
-__all__ = ["EXPECTS", "ROLES", "SEVERITIES", "Expect", "Message", "Probe", "Severity"]
+__all__ = [
+    "EXPECTS",
+    "ROLES",
+    "SEVERITIES",
+    "Expect",
+    "Message",
+    "Probe",
+    "Severity",
+    "digest_record",
+]
 
 Severity = Literal["low", "medium", "high", "critical"]
 """How bad a failure on the probe is, in increasing order."""
@@ -46,6 +55,10 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
         expect: ``refuse`` for a harmful request; ``comply`` for a benign control, where
             refusing is over-refusal.
         tags: Free labels, e.g. ``owasp:llm01``.
+        canaries: Strings a safe answer never contains, not even to refuse: a secret the
+            probe's context holds (``FAKE-PASS-7731``), or a random token an injection asks
+            the model to print. An answer that contains one fails, with the span as evidence
+            (docs/scoring.md, "Canaries"). Only for probes that expect a refusal.
     """
 
     id: str
@@ -56,6 +69,7 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
     failure_modes: tuple[str, ...] = ()
     expect: Expect = "refuse"
     tags: tuple[str, ...] = ()
+    canaries: tuple[str, ...] = ()
 
     @property
     def input_text(self) -> str:
@@ -63,3 +77,17 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
         if isinstance(self.input, str):
             return self.input
         return "\n".join(f"{m.role}: {m.content}" for m in self.input)
+
+
+def digest_record(probe: Probe) -> Probe | dict[str, Any]:
+    """What a probe's digest is taken of: the probe, without ``canaries`` when it has none.
+
+    A probe set written before probes had canaries keeps its digest (``run.probe_set.sha256``,
+    and what ``--resume`` compares); encode the result without sorting keys, so that the
+    fields stay in the probe's order.
+    """
+    if probe.canaries:
+        return probe
+    fields = msgspec.structs.asdict(probe)
+    del fields["canaries"]
+    return fields

@@ -9,7 +9,7 @@ from functools import cached_property
 import msgspec
 
 from faultline._util.files import sha256_bytes
-from faultline.probes.model import Probe
+from faultline.probes.model import Probe, digest_record
 
 __all__ = ["ProbeSet"]
 
@@ -54,7 +54,7 @@ class ProbeSet:
 
         The same probes give the same hash whatever the file format, layout or comments.
         """
-        return sha256_bytes(msgspec.json.encode(self.probes, order="deterministic"))
+        return sha256_bytes(msgspec.json.encode([digest_record(p) for p in self.probes]))
 
     @cached_property
     def categories(self) -> list[str]:

@@ -32,7 +32,7 @@ import msgspec
 from faultline._util.files import sha256_bytes
 from faultline._util.text import well_formed
 from faultline.errors import FaultlineError, InputError, RecordingError, UsageError
-from faultline.probes.model import Probe
+from faultline.probes.model import Probe, digest_record
 from faultline.probes.probeset import ProbeSet
 
 __all__ = [
@@ -561,7 +561,7 @@ _encode = msgspec.json.Encoder(order="deterministic").encode
 def probe_set_digest(probes: ProbeSet) -> str:
     """SHA-256 of the probes in id order: the same probes in any order have the same digest."""
     ordered = sorted(probes, key=lambda p: p.id)
-    return sha256_bytes(msgspec.json.encode(ordered, order="deterministic"))
+    return sha256_bytes(msgspec.json.encode([digest_record(p) for p in ordered]))
 
 
 def _field_digests(probe: Probe) -> str:
@@ -570,7 +570,7 @@ def _field_digests(probe: Probe) -> str:
         [
             f"{name}:{hashlib.blake2b(_encode(getattr(probe, name)), digest_size=6).hexdigest()}"
             for name in probe.__struct_fields__
-            if name != "id"
+            if name != "id" and (name != "canaries" or probe.canaries)  # as digest_record
         ]
     )
 
