@@ -42,6 +42,13 @@ from faultline.responses.reasoning import Reasoned, answer_of, split_reasoning
         ),
         ("<|start|>assistant<|channel|>analysis<|message|>Hm.<|end|>Answer.", "Hm.", "Answer."),
         ("<|channel|>analysis<|message|>Still thinking", "Still thinking", ""),
+        # The same from a server that drops special tokens (skip_special_tokens).
+        (
+            "analysisUser wants X. Fine.assistantfinalHere is X.",
+            "User wants X. Fine.",
+            "Here is X.",
+        ),
+        ("\nassistantanalysisHm.assistantfinal\nAnswer.", "Hm.", "Answer."),
     ],
 )
 def test_reasoning_is_set_apart(text: str, reasoning: str, answer: str) -> None:
@@ -61,6 +68,8 @@ def test_reasoning_is_set_apart(text: str, reasoning: str, answer: str) -> None:
         "Before.<think>mid</think>\nAfter.",  # a block that does not lead
         "<b>bold</b> answer",
         "<|channel|>final<|message|>an answer with no analysis channel",
+        "analysis of the data: the trend is up.",  # no final channel: not harmony
+        "The assistantfinal flag is set.",  # does not start with an analysis channel
     ],
 )
 def test_tags_that_do_not_mark_reasoning_are_part_of_the_answer(text: str) -> None:

@@ -17,7 +17,9 @@ in these forms (docs/scoring.md, "Reasoning models"):
   text, with no opening tag before it. DeepSeek-R1's chat template writes the opening tag
   into the prompt, so the model's own text starts inside its reasoning;
 * the gpt-oss "harmony" format as raw text: ``<|channel|>analysis<|message|>…<|end|>``, then
-  the answer of the ``final`` channel (up to ``<|return|>`` or ``<|end|>``).
+  the answer of the ``final`` channel (up to ``<|return|>`` or ``<|end|>``); or the same
+  with its special tokens dropped, as servers that skip them write it:
+  ``analysis…assistantfinal…`` (only once the ``final`` channel has begun).
 
 A tag anywhere else (an answer about parsing ``<think>`` tags, a ``</think>`` inside code)
 is part of the answer.
@@ -36,6 +38,8 @@ _CLOSE_ONLY = re.compile(rf"</({_NAMES})>(?=\s|\Z)", re.IGNORECASE)
 _HARMONY = re.compile(r"[\s\ufeff]*(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>")
 _HARMONY_FINAL = re.compile(r"<\|channel\|>final<\|message\|>")
 _HARMONY_STOP = re.compile(r"<\|(?:return|end|call)\|>")
+_BARE_HARMONY = re.compile(r"[\s\ufeff]*(?:assistant)?analysis")
+_BARE_FINAL = "assistantfinal"
 _SPACE = re.compile(r"\s*")
 _JOIN = "\n\n"
 
@@ -62,6 +66,10 @@ def split_reasoning(text: str) -> Reasoned | None:
     is an offset into the text less ``start``. It is empty when the model never finished
     reasoning.
     """
+    bare = _BARE_HARMONY.match(text)
+    if bare is not None and (final := text.find(_BARE_FINAL, bare.end())) >= 0:
+        answer = _after_space(text, final + len(_BARE_FINAL))
+        return Reasoned(text[bare.end() : final].strip(), answer, len(text))
     if "<" not in text:  # most answers: one scan of the text
         return None
     leading = _LEADING.match(text)
