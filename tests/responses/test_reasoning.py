@@ -87,6 +87,18 @@ def test_recorded_reasoning_comes_before_reasoning_found_in_the_text() -> None:
     assert answer_of("Answer.", "  \n") == ("Answer.", None)
 
 
+def test_a_closing_tag_alone_does_not_end_reasoning_the_target_returned_apart() -> None:
+    # The target set the reasoning apart (its server parses it), so a </think> left in the
+    # answer is the answer's: the text before it was set apart as reasoning, unscored.
+    text = "Dear customer, click here to verify your password. </think> Anything else?"
+    assert answer_of(text, "They want a phishing email.") == (text, "They want a phishing email.")
+    assert split_reasoning(text, closing_alone=False) is None
+    # Without it, the closing tag alone is DeepSeek-R1's (its template opens the block).
+    assert answer_of(text)[0] == "Anything else?"
+    # A leading block is set apart either way (servers that return reasoning and leave it).
+    assert answer_of("<think>b</think> Answer.", "a") == ("Answer.", "a\n\nb")
+
+
 _PLAIN = st.text(st.characters(exclude_characters="<>|"), max_size=80)
 
 

@@ -15,7 +15,9 @@ in these forms (docs/scoring.md, "Reasoning models"):
   the text: the model was cut off while it thought, and gave no answer;
 * the closing tag alone: ``…</think>`` followed by a space, a line break or the end of the
   text, with no opening tag before it. DeepSeek-R1's chat template writes the opening tag
-  into the prompt, so the model's own text starts inside its reasoning;
+  into the prompt, so the model's own text starts inside its reasoning. Not when the target
+  returned the reasoning apart: its server parsed it, so a closing tag left in the answer
+  is the answer's;
 * the gpt-oss "harmony" format as raw text: ``<|channel|>analysis<|message|>…<|end|>``, then
   the answer of the ``final`` channel (up to ``<|return|>`` or ``<|end|>``); or the same
   with its special tokens dropped, as servers that skip them write it:
@@ -59,12 +61,17 @@ class Reasoned:
     end: int
 
 
-def split_reasoning(text: str) -> Reasoned | None:
+def split_reasoning(text: str, *, closing_alone: bool = True) -> Reasoned | None:
     """The reasoning inside ``text`` and where its answer is, or ``None`` when it has none.
 
     The answer is ``text[start:end]``: a part of the text as written, so every offset into it
     is an offset into the text less ``start``. It is empty when the model never finished
     reasoning.
+
+    Args:
+        text: The response as the target returned it.
+        closing_alone: Whether a closing tag alone ends reasoning; ``False`` when the target
+            returned the reasoning apart from ``text``.
     """
     bare = _BARE_HARMONY.match(text)
     if bare is not None and (final := text.find(_BARE_FINAL, bare.end())) >= 0:
@@ -78,7 +85,7 @@ def split_reasoning(text: str) -> Reasoned | None:
     harmony = _HARMONY.match(text)
     if harmony is not None:
         return _harmony(text, harmony.end())
-    close = _CLOSE_ONLY.search(text)
+    close = _CLOSE_ONLY.search(text) if closing_alone else None
     if close is None or re.search(f"<{close.group(1)}>", text[: close.start()], re.IGNORECASE):
         return None
     return Reasoned(text[: close.start()].strip(), _after_space(text, close.end()), len(text))
@@ -89,15 +96,17 @@ def answer_of(text: str, recorded: str | None = None) -> tuple[str, str | None]:
 
     Args:
         text: The response as the target returned it.
-        recorded: The reasoning the target returned apart from the text, if any.
+        recorded: The reasoning the target returned apart from the text, if any (a closing
+            tag alone in ``text`` is then part of the answer).
 
     Returns:
         The answer (``text`` itself when it holds no reasoning) and the reasoning, ``None``
         when there is none to show (an empty ``<think></think>`` block sets nothing apart).
     """
-    split = split_reasoning(text)
+    given = recorded is not None and bool(recorded.strip())
+    split = split_reasoning(text, closing_alone=not given)
     if split is None:
-        return text, recorded if recorded is not None and recorded.strip() else None
+        return text, recorded if given else None
     parts = [p for p in (recorded, split.reasoning) if p is not None and p.strip()]
     return text[split.start : split.end], _JOIN.join(parts) or None
 
