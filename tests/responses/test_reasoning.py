@@ -42,6 +42,20 @@ from faultline.responses.reasoning import Reasoned, answer_of, split_reasoning
         ),
         ("<|start|>assistant<|channel|>analysis<|message|>Hm.<|end|>Answer.", "Hm.", "Answer."),
         ("<|channel|>analysis<|message|>Still thinking", "Still thinking", ""),
+        # Two analysis messages before the answer (the second was dropped), or cut off in
+        # the second (it was scored as the answer, tokens and all).
+        (
+            "<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis"
+            "<|message|>Two.<|end|><|start|>assistant<|channel|>final<|message|>Answer.<|return|>",
+            "One.\n\nTwo.",
+            "Answer.",
+        ),
+        (
+            "<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis"
+            "<|message|>Still",
+            "One.\n\nStill",
+            "",
+        ),
         # The same from a server that drops special tokens (skip_special_tokens).
         (
             "analysisUser wants X. Fine.assistantfinalHere is X.",

@@ -18,10 +18,11 @@ in these forms (docs/scoring.md, "Reasoning models"):
   into the prompt, so the model's own text starts inside its reasoning. Not when the target
   returned the reasoning apart: its server parsed it, so a closing tag left in the answer
   is the answer's;
-* the gpt-oss "harmony" format as raw text: ``<|channel|>analysis<|message|>…<|end|>``, then
-  the answer of the ``final`` channel (up to ``<|return|>`` or ``<|end|>``); or the same
-  with its special tokens dropped, as servers that skip them write it:
-  ``analysis…assistantfinal…`` (only once the ``final`` channel has begun).
+* the gpt-oss "harmony" format as raw text: ``<|channel|>analysis<|message|>…<|end|>`` (one
+  analysis message or several in a row), then the answer of the ``final`` channel (up to
+  ``<|return|>`` or ``<|end|>``); or the same with its special tokens dropped, as servers
+  that skip them write it: ``analysis…assistantfinal…`` (only once the ``final`` channel
+  has begun).
 
 A tag anywhere else (an answer about parsing ``<think>`` tags, a ``</think>`` inside code)
 is part of the answer.
@@ -128,10 +129,19 @@ def _leading(text: str, opening: re.Match[str]) -> Reasoned:
 
 
 def _harmony(text: str, begin: int) -> Reasoned:
-    stop = _HARMONY_STOP.search(text, begin)
-    if stop is None:  # cut off while reasoning
-        return Reasoned(text[begin:].strip(), len(text), len(text))
-    reasoning = text[begin : stop.start()].strip()
+    """One or more analysis messages in a row; the answer is the final channel's message."""
+    parts: list[str] = []
+    while True:
+        stop = _HARMONY_STOP.search(text, begin)
+        if stop is None:  # cut off while reasoning
+            parts.append(text[begin:].strip())
+            return Reasoned(_joined(parts), len(text), len(text))
+        parts.append(text[begin : stop.start()].strip())
+        again = _HARMONY.match(text, stop.end())
+        if again is None:
+            break
+        begin = again.end()
+    reasoning = _joined(parts)
     final = _HARMONY_FINAL.search(text, stop.end())
     start = _after_space(text, final.end() if final is not None else stop.end())
     end = _HARMONY_STOP.search(text, start) if final is not None else None
