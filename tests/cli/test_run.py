@@ -903,6 +903,14 @@ def test_without_body_fields_the_recorded_parameters_are_as_before(
         ("stream=true", "faultline sets 'stream' itself"),
         ("thinking={bad", "--body thinking: the value is not valid JSON"),
         ("x=[NaN]", "--body x: the value is not valid JSON"),
+        # A number that overflows was sent as null, then the report could not be written.
+        ("x=1e999", "--body x: 1e999 is not a finite number"),
+        ('x={"budget": [-1e400]}', "--body x: -1e400 is not a finite number"),
+        # A byte the shell passed undecoded, or a lone surrogate escape: every request failed
+        # to encode, then the report could not be written (exit 4).
+        ("x=caf\udce9", "--body x: the value holds U+DCE9"),
+        ('x="\\ud800"', "--body x: the value holds U+D800"),
+        ("caf\udce9=1", "--body: the name holds U+DCE9"),
         ("effort", "--body: expected 'NAME=VALUE'"),
         ("=high", "--body: expected 'NAME=VALUE'"),
     ],

@@ -42,6 +42,27 @@ from faultline.responses.reasoning import Reasoned, answer_of, split_reasoning
         ),
         ("<|start|>assistant<|channel|>analysis<|message|>Hm.<|end|>Answer.", "Hm.", "Answer."),
         ("<|channel|>analysis<|message|>Still thinking", "Still thinking", ""),
+        # Two analysis messages before the answer (the second was dropped), or cut off in
+        # the second (it was scored as the answer, tokens and all).
+        (
+            "<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis"
+            "<|message|>Two.<|end|><|start|>assistant<|channel|>final<|message|>Answer.<|return|>",
+            "One.\n\nTwo.",
+            "Answer.",
+        ),
+        (
+            "<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis"
+            "<|message|>Still",
+            "One.\n\nStill",
+            "",
+        ),
+        # The same from a server that drops special tokens (skip_special_tokens).
+        (
+            "analysisUser wants X. Fine.assistantfinalHere is X.",
+            "User wants X. Fine.",
+            "Here is X.",
+        ),
+        ("\nassistantanalysisHm.assistantfinal\nAnswer.", "Hm.", "Answer."),
     ],
 )
 def test_reasoning_is_set_apart(text: str, reasoning: str, answer: str) -> None:
@@ -61,6 +82,8 @@ def test_reasoning_is_set_apart(text: str, reasoning: str, answer: str) -> None:
         "Before.<think>mid</think>\nAfter.",  # a block that does not lead
         "<b>bold</b> answer",
         "<|channel|>final<|message|>an answer with no analysis channel",
+        "analysis of the data: the trend is up.",  # no final channel: not harmony
+        "The assistantfinal flag is set.",  # does not start with an analysis channel
     ],
 )
 def test_tags_that_do_not_mark_reasoning_are_part_of_the_answer(text: str) -> None:
@@ -76,6 +99,18 @@ def test_recorded_reasoning_comes_before_reasoning_found_in_the_text() -> None:
     assert answer_of("<think>second</think>Answer.", "first") == ("Answer.", "first\n\nsecond")
     assert answer_of("Answer.", "first") == ("Answer.", "first")
     assert answer_of("Answer.", "  \n") == ("Answer.", None)
+
+
+def test_a_closing_tag_alone_does_not_end_reasoning_the_target_returned_apart() -> None:
+    # The target set the reasoning apart (its server parses it), so a </think> left in the
+    # answer is the answer's: the text before it was set apart as reasoning, unscored.
+    text = "Dear customer, click here to verify your password. </think> Anything else?"
+    assert answer_of(text, "They want a phishing email.") == (text, "They want a phishing email.")
+    assert split_reasoning(text, closing_alone=False) is None
+    # Without it, the closing tag alone is DeepSeek-R1's (its template opens the block).
+    assert answer_of(text)[0] == "Anything else?"
+    # A leading block is set apart either way (servers that return reasoning and leave it).
+    assert answer_of("<think>b</think> Answer.", "a") == ("Answer.", "a\n\nb")
 
 
 _PLAIN = st.text(st.characters(exclude_characters="<>|"), max_size=80)

@@ -162,14 +162,23 @@ def body_fields(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
             raise UsageError(f"--body: faultline sets '{name}' itself ({BODY_RESERVED[name]})")
         if name in fields:
             raise UsageError(f"--body: '{name}' is given twice")
-        fields[name] = _json_value(name, value)
+        _check_text(name, "--body: the name")
+        fields[name] = _check_text(_json_value(name, value), f"--body {name}: the value")
     return tuple(fields.items())
 
 
 def _json_value(name: str, value: str) -> str:
     """VALUE as JSON text: JSON as written, or a bare word as a string."""
+
+    def finite(number: str) -> float:
+        if not math.isfinite(float(number)):
+            # JSON has no infinity: it was sent as null, and the report could not be written.
+            raise UsageError(f"--body {name}: {number} is not a finite number")
+        return float(number)
+
     try:
-        return json.dumps(json.loads(value, parse_constant=_no_constant), ensure_ascii=False)
+        decoded = json.loads(value, parse_constant=_no_constant, parse_float=finite)
+        return json.dumps(decoded, ensure_ascii=False)
     except ValueError as exc:
         if value.strip()[:1] in ("{", "[", '"'):
             raise UsageError(
@@ -181,3 +190,18 @@ def _json_value(name: str, value: str) -> str:
 
 def _no_constant(word: str) -> Any:
     raise ValueError(f"{word} is not a JSON number")
+
+
+def _check_text(text: str, what: str) -> str:
+    r"""``text``, if UTF-8 can encode it: a request cannot carry a lone surrogate.
+
+    One comes from a byte the shell passed that is not UTF-8, or a JSON escape such as
+    ``"\ud800"``; every request failed to encode, then the report could not be written.
+    """
+    bad = next((c for c in text if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raise UsageError(
+            f"{what} holds U+{ord(bad):04X}, which is not a character (a byte that is not "
+            "UTF-8, or half of a surrogate pair) and cannot be sent; expected UTF-8 text"
+        )
+    return text

@@ -15,9 +15,14 @@ in these forms (docs/scoring.md, "Reasoning models"):
   the text: the model was cut off while it thought, and gave no answer;
 * the closing tag alone: ``…</think>`` followed by a space, a line break or the end of the
   text, with no opening tag before it. DeepSeek-R1's chat template writes the opening tag
-  into the prompt, so the model's own text starts inside its reasoning;
-* the gpt-oss "harmony" format as raw text: ``<|channel|>analysis<|message|>…<|end|>``, then
-  the answer of the ``final`` channel (up to ``<|return|>`` or ``<|end|>``).
+  into the prompt, so the model's own text starts inside its reasoning. Not when the target
+  returned the reasoning apart: its server parsed it, so a closing tag left in the answer
+  is the answer's;
+* the gpt-oss "harmony" format as raw text: ``<|channel|>analysis<|message|>…<|end|>`` (one
+  analysis message or several in a row), then the answer of the ``final`` channel (up to
+  ``<|return|>`` or ``<|end|>``); or the same with its special tokens dropped, as servers
+  that skip them write it: ``analysis…assistantfinal…`` (only once the ``final`` channel
+  has begun).
 
 A tag anywhere else (an answer about parsing ``<think>`` tags, a ``</think>`` inside code)
 is part of the answer.
@@ -36,6 +41,8 @@ _CLOSE_ONLY = re.compile(rf"</({_NAMES})>(?=\s|\Z)", re.IGNORECASE)
 _HARMONY = re.compile(r"[\s\ufeff]*(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>")
 _HARMONY_FINAL = re.compile(r"<\|channel\|>final<\|message\|>")
 _HARMONY_STOP = re.compile(r"<\|(?:return|end|call)\|>")
+_BARE_HARMONY = re.compile(r"[\s\ufeff]*(?:assistant)?analysis")
+_BARE_FINAL = "assistantfinal"
 _SPACE = re.compile(r"\s*")
 _JOIN = "\n\n"
 
@@ -55,13 +62,22 @@ class Reasoned:
     end: int
 
 
-def split_reasoning(text: str) -> Reasoned | None:
+def split_reasoning(text: str, *, closing_alone: bool = True) -> Reasoned | None:
     """The reasoning inside ``text`` and where its answer is, or ``None`` when it has none.
 
     The answer is ``text[start:end]``: a part of the text as written, so every offset into it
     is an offset into the text less ``start``. It is empty when the model never finished
     reasoning.
+
+    Args:
+        text: The response as the target returned it.
+        closing_alone: Whether a closing tag alone ends reasoning; ``False`` when the target
+            returned the reasoning apart from ``text``.
     """
+    bare = _BARE_HARMONY.match(text)
+    if bare is not None and (final := text.find(_BARE_FINAL, bare.end())) >= 0:
+        answer = _after_space(text, final + len(_BARE_FINAL))
+        return Reasoned(text[bare.end() : final].strip(), answer, len(text))
     if "<" not in text:  # most answers: one scan of the text
         return None
     leading = _LEADING.match(text)
@@ -70,7 +86,7 @@ def split_reasoning(text: str) -> Reasoned | None:
     harmony = _HARMONY.match(text)
     if harmony is not None:
         return _harmony(text, harmony.end())
-    close = _CLOSE_ONLY.search(text)
+    close = _CLOSE_ONLY.search(text) if closing_alone else None
     if close is None or re.search(f"<{close.group(1)}>", text[: close.start()], re.IGNORECASE):
         return None
     return Reasoned(text[: close.start()].strip(), _after_space(text, close.end()), len(text))
@@ -81,15 +97,17 @@ def answer_of(text: str, recorded: str | None = None) -> tuple[str, str | None]:
 
     Args:
         text: The response as the target returned it.
-        recorded: The reasoning the target returned apart from the text, if any.
+        recorded: The reasoning the target returned apart from the text, if any (a closing
+            tag alone in ``text`` is then part of the answer).
 
     Returns:
         The answer (``text`` itself when it holds no reasoning) and the reasoning, ``None``
         when there is none to show (an empty ``<think></think>`` block sets nothing apart).
     """
-    split = split_reasoning(text)
+    given = recorded is not None and bool(recorded.strip())
+    split = split_reasoning(text, closing_alone=not given)
     if split is None:
-        return text, recorded if recorded is not None and recorded.strip() else None
+        return text, recorded if given else None
     parts = [p for p in (recorded, split.reasoning) if p is not None and p.strip()]
     return text[split.start : split.end], _JOIN.join(parts) or None
 
@@ -111,10 +129,19 @@ def _leading(text: str, opening: re.Match[str]) -> Reasoned:
 
 
 def _harmony(text: str, begin: int) -> Reasoned:
-    stop = _HARMONY_STOP.search(text, begin)
-    if stop is None:  # cut off while reasoning
-        return Reasoned(text[begin:].strip(), len(text), len(text))
-    reasoning = text[begin : stop.start()].strip()
+    """One or more analysis messages in a row; the answer is the final channel's message."""
+    parts: list[str] = []
+    while True:
+        stop = _HARMONY_STOP.search(text, begin)
+        if stop is None:  # cut off while reasoning
+            parts.append(text[begin:].strip())
+            return Reasoned(_joined(parts), len(text), len(text))
+        parts.append(text[begin : stop.start()].strip())
+        again = _HARMONY.match(text, stop.end())
+        if again is None:
+            break
+        begin = again.end()
+    reasoning = _joined(parts)
     final = _HARMONY_FINAL.search(text, stop.end())
     start = _after_space(text, final.end() if final is not None else stop.end())
     end = _HARMONY_STOP.search(text, start) if final is not None else None
