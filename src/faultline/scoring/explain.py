@@ -2,7 +2,7 @@
 
 The sentence names the deciding evidence by its rule summary and quotes the matched text,
 so a reader can check the verdict against the response without knowing the risk model.
-Each outcome of :class:`~faultline.scoring.scorer.Assessment` has its own phrasing.
+Each outcome of :class:`~faultline.scoring.risk.Assessment` has its own phrasing.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from faultline._util.text import excerpt
 if TYPE_CHECKING:
     from faultline.scoring.learned import Contribution
     from faultline.scoring.matcher import Hit
+    from faultline.scoring.risk import Assessment
     from faultline.scoring.rules import Rule
-    from faultline.scoring.scorer import Assessment
 
 __all__ = ["explain", "explain_error"]
 
