@@ -26,20 +26,10 @@ from faultline._util.files import open_for_reading
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import ResponseError
 from faultline.responses.loader import MAX_SAMPLE, MAX_TOKENS, USAGE_FIELDS, ResponseBatch
-from faultline.responses.model import Response, Usage
+from faultline.responses.model import FIELDS, Response, Usage
 
 __all__ = ["decode_batch", "iter_batches", "scan_batch"]
 
-_FIELDS = (
-    "probe_id",
-    "response",
-    "sample",
-    "model",
-    "error",
-    "finish_reason",
-    "usage",
-    "reasoning",
-)
 _EXPECTED = {
     "probe_id": "a string",
     "response": "a string",
@@ -84,7 +74,7 @@ def iter_batches(path: Path, rows: int, digest: Any) -> Iterator[tuple[int, Any,
             names = file.schema_arrow.names
             _reject_repeated_columns(names, path)
             # Without probe_id, every column is read, for the message to suggest one.
-            columns = [n for n in names if n in _FIELDS] if "probe_id" in names else None
+            columns = [n for n in names if n in FIELDS] if "probe_id" in names else None
             batches = file.iter_batches(batch_size=max(rows, 1), columns=columns)
         except (pa.ArrowException, OSError) as exc:
             raise ResponseError(f"is not a readable Parquet file ({exc})", path=path) from None
@@ -105,7 +95,7 @@ def _reject_repeated_columns(names: list[str], path: Path) -> None:
     Arrow keeps both; reading by name would take one of them without a word, so the verdicts
     would depend on the order of the columns.
     """
-    repeated = next((n for n in _FIELDS if names.count(n) > 1), None)
+    repeated = next((n for n in FIELDS if names.count(n) > 1), None)
     if repeated is not None:
         raise ResponseError(
             f"is given by {names.count(repeated)} columns, expected each field once",
@@ -167,7 +157,7 @@ def decode_batch(path: Path, batch: Any, first_row: int) -> ResponseBatch:
         )
     ordered = [
         values[name] if name in values else itertools.repeat(0 if name == "sample" else None, n)
-        for name in _FIELDS
+        for name in FIELDS
     ]
     responses = [
         Response(
@@ -191,7 +181,7 @@ def _columns(batch: Any, path: Path, first_row: int) -> dict[str, Any]:
     Each name is once in the batch: :func:`iter_batches` refuses a file that repeats one.
     """
     names = batch.schema.names
-    columns = {name: batch.column(i) for i, name in enumerate(names) if name in _FIELDS}
+    columns = {name: batch.column(i) for i, name in enumerate(names) if name in FIELDS}
     if "probe_id" not in columns:
         hint = next((h for name in names if (h := did_you_mean(name, ["probe_id"]))), "")
         raise ResponseError(

@@ -28,7 +28,7 @@ from faultline._util.files import (
 )
 from faultline._util.text import describe_value, did_you_mean
 from faultline.errors import InputError, ResponseError
-from faultline.responses.model import Response
+from faultline.responses.model import FIELDS, Response
 
 __all__ = [
     "CHUNK_BYTES",
@@ -44,16 +44,6 @@ CHUNK_BYTES = 4 << 20
 """How many bytes of JSONL a chunk holds, roughly."""
 _BOM = b"\xef\xbb\xbf"
 _DECODER = msgspec.json.Decoder(Response)
-_FIELDS = (
-    "probe_id",
-    "response",
-    "sample",
-    "model",
-    "error",
-    "finish_reason",
-    "usage",
-    "reasoning",
-)
 # The fields whose repetition would change a verdict, checked on every piece (docs/scale.md).
 _QUOTED = (b'"probe_id"', b'"response"', b'"error"')
 MAX_SAMPLE = 2**63 - 1
@@ -291,7 +281,7 @@ def _decode_line(raw: bytes, path: Path, line: int) -> Response:
         raise malformed_line(raw, exc, ResponseError, path, line) from None
     except RecursionError:
         raise ResponseError(TOO_DEEP, path=path, line=line) from None
-    reject_repeated_key(raw, _FIELDS, ResponseError, path, line)
+    reject_repeated_key(raw, FIELDS, ResponseError, path, line)
     _check_record(record, path, line)
     return record
 

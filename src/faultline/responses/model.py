@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TRUNCATION_REASONS", "Response", "Usage", "truncation_reason"]
+__all__ = ["FIELDS", "TRUNCATION_REASONS", "Response", "Usage", "truncation_reason"]
 
 TRUNCATION_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length"})
 """``finish_reason`` values that mean the answer was cut off by a token limit, in lower case
@@ -60,6 +60,10 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         """Whether the answer was cut off by a token limit."""
         reason = self.finish_reason
         return reason is not None and truncation_reason(reason)
+
+
+FIELDS: tuple[str, ...] = Response.__struct_fields__
+"""The fields of a responses record (a JSONL key or a Parquet column each), in order."""
 
 
 def truncation_reason(reason: str) -> bool:
