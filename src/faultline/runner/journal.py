@@ -99,7 +99,7 @@ _UPDATED = ", ".join(
     f"{c} = {_SUMMED.get(c, f'excluded.{c}')}" for c in _COLUMNS.replace(" ", "").split(",")[2:]
 )
 _UPSERT = (
-    f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * 14)}) "
+    f"INSERT INTO cases ({_COLUMNS}) VALUES ({', '.join('?' * len(_COLUMNS.split(',')))}) "
     f"ON CONFLICT (probe_id, sample) DO UPDATE SET {_UPDATED}"
 )
 
