@@ -936,3 +936,17 @@ def test_a_body_field_given_twice_exits_2(
     assert result.code == 2, result.stdout + result.stderr
     assert "--body: 'a' is given twice" in result.stderr
     assert not fake_api.log
+
+
+def test_a_system_prompt_that_cannot_be_sent_exits_2_before_any_request(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, small_files: Any
+) -> None:
+    # A byte the shell passed undecoded (--system $'caf\xe9'): every request failed to encode,
+    # then the report could not be written (exit 4, a traceback).
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--system", "caf\udce9")
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 2, result.stdout + result.stderr
+    assert "--system holds U+DCE9" in result.stderr
+    _no_traceback(result)
+    assert not fake_api.log
+    assert not (tmp_path / "out").exists()

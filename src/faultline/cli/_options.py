@@ -162,8 +162,8 @@ def body_fields(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
             raise UsageError(f"--body: faultline sets '{name}' itself ({BODY_RESERVED[name]})")
         if name in fields:
             raise UsageError(f"--body: '{name}' is given twice")
-        _check_text(name, "--body: the name")
-        fields[name] = _check_text(_json_value(name, value), f"--body {name}: the value")
+        sendable(name, "--body: the name")
+        fields[name] = sendable(_json_value(name, value), f"--body {name}: the value")
     return tuple(fields.items())
 
 
@@ -192,11 +192,15 @@ def _no_constant(word: str) -> Any:
     raise ValueError(f"{word} is not a JSON number")
 
 
-def _check_text(text: str, what: str) -> str:
+def sendable(text: str, what: str) -> str:
     r"""``text``, if UTF-8 can encode it: a request cannot carry a lone surrogate.
 
-    One comes from a byte the shell passed that is not UTF-8, or a JSON escape such as
-    ``"\ud800"``; every request failed to encode, then the report could not be written.
+    One comes from a byte the shell passed that is not UTF-8 (``--system $'caf\xe9'``), or a
+    JSON escape such as ``"\ud800"``; every request failed to encode, then the report could
+    not be written.
+
+    Raises:
+        UsageError: It holds one; ``what`` names the option.
     """
     bad = next((c for c in text if "\ud800" <= c <= "\udfff"), None)
     if bad is not None:

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from faultline.cli._console import err, out, progress_seconds, run_progress, shown
-from faultline.cli._options import FiniteFloat, body_fields, parse_config, scoring_options
+from faultline.cli._options import (
+    FiniteFloat,
+    body_fields,
+    parse_config,
+    scoring_options,
+    sendable,
+)
 from faultline.cli._render import render_gates, render_run, with_variants
 from faultline.errors import UsageError
 
@@ -332,7 +338,7 @@ def _request_options(o: dict[str, Any]) -> tuple[GenerationParams, RunnerConfig]
     if (o["price_in"] is None) != (o["price_out"] is None):
         raise UsageError("give both --price-in and --price-out, or neither")
     params = GenerationParams(
-        system=o["system"],
+        system=None if o["system"] is None else sendable(o["system"], "--system"),
         temperature=o["temperature"],
         max_tokens=o["max_tokens"],
         seed=o["request_seed"],

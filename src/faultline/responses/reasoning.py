@@ -24,8 +24,10 @@ in these forms (docs/scoring.md, "Reasoning models"):
   that skip them write it: ``analysis…assistantfinal…`` (only once the ``final`` channel
   has begun).
 
-A tag anywhere else (an answer about parsing ``<think>`` tags, a ``</think>`` inside code)
-is part of the answer.
+A tag anywhere else is part of the answer: an opening tag after the start, a closing tag
+followed by something other than a space (``split('</think>')``), or one with an opening tag
+before it. A lone ``</think>`` followed by a space does end the reasoning, even inside a fenced
+code block, when the target returned no reasoning apart.
 """
 
 from __future__ import annotations
