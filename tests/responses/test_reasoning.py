@@ -21,6 +21,11 @@ from faultline.responses.reasoning import Reasoned, answer_of, split_reasoning
         ("<reasoning>Hm.</reasoning> Answer.", "Hm.", "Answer."),
         ("  \n<THINK>Hm.</THINK>\nAnswer.", "Hm.", "Answer."),
         ("\ufeff<think>Hm.</think>Answer.", "Hm.", "Answer."),
+        # ByteDance Seed's tag, and Mistral's bracketed tokens as a server without a parser
+        # leaves them.
+        ("<seed:think>Hm.</seed:think>\nAnswer.", "Hm.", "Answer."),
+        ("[THINK]Is it safe? Yes.[/THINK]Sure: use a pin.", "Is it safe? Yes.", "Sure: use a pin."),
+        ("[THINK]Still thinking", "Still thinking", ""),
         # Two blocks in a row (a model that thinks again before it answers).
         ("<think>One.</think>\n<think>Two.</think>\nAnswer.", "One.\n\nTwo.", "Answer."),
         # Never closed: cut off while it thought, no answer.
@@ -80,6 +85,7 @@ def test_reasoning_is_set_apart(text: str, reasoning: str, answer: str) -> None:
         "To drop the reasoning: `answer = text.split('</think>')[-1]`.",  # not followed by a space
         "Here is the parser:\n<think>x</think> is removed by the regex below.\n",  # mid-text
         "Before.<think>mid</think>\nAfter.",  # a block that does not lead
+        "Mistral writes [THINK] tokens around its reasoning.",
         "<b>bold</b> answer",
         "<|channel|>final<|message|>an answer with no analysis channel",
         "analysis of the data: the trend is up.",  # no final channel: not harmony

@@ -10,8 +10,9 @@ question is not an over-refusal, and one that resolves "I should refuse" before 
 phishing email is not a refusal. :func:`split_reasoning` finds the reasoning inside a text
 in these forms (docs/scoring.md, "Reasoning models"):
 
-* a leading block: ``<think>…</think>`` (also ``<thinking>`` and ``<reasoning>``, in any
-  case), possibly several in a row; a block that is never closed is reasoning to the end of
+* a leading block: ``<think>…</think>`` (also ``<thinking>``, ``<reasoning>`` and
+  ByteDance Seed's ``<seed:think>``, in any case, and Mistral's ``[THINK]…[/THINK]``),
+  possibly several in a row; a block that is never closed is reasoning to the end of
   the text: the model was cut off while it thought, and gave no answer;
 * the closing tag alone: ``…</think>`` followed by a space, a line break or the end of the
   text, with no opening tag before it. DeepSeek-R1's chat template writes the opening tag
@@ -37,8 +38,8 @@ from dataclasses import dataclass
 
 __all__ = ["Reasoned", "answer_of", "split_reasoning"]
 
-_NAMES = "think|thinking|reasoning"
-_LEADING = re.compile(rf"[\s\ufeff]*<({_NAMES})>", re.IGNORECASE)
+_NAMES = "think|thinking|reasoning|seed:think"
+_LEADING = re.compile(rf"[\s\ufeff]*(?:<({_NAMES})>|(\[THINK\]))", re.IGNORECASE)
 _CLOSE_ONLY = re.compile(rf"</({_NAMES})>(?=\s|\Z)", re.IGNORECASE)
 _HARMONY = re.compile(r"[\s\ufeff]*(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>")
 _HARMONY_FINAL = re.compile(r"<\|channel\|>final<\|message\|>")
@@ -80,11 +81,11 @@ def split_reasoning(text: str, *, closing_alone: bool = True) -> Reasoned | None
     if bare is not None and (final := text.find(_BARE_FINAL, bare.end())) >= 0:
         answer = _after_space(text, final + len(_BARE_FINAL))
         return Reasoned(text[bare.end() : final].strip(), answer, len(text))
-    if "<" not in text:  # most answers: one scan of the text
-        return None
     leading = _LEADING.match(text)
     if leading is not None:
         return _leading(text, leading)
+    if "<" not in text:  # most answers: one scan of the text
+        return None
     harmony = _HARMONY.match(text)
     if harmony is not None:
         return _harmony(text, harmony.end())
@@ -120,7 +121,8 @@ def _leading(text: str, opening: re.Match[str]) -> Reasoned:
     match: re.Match[str] | None = opening
     at = 0
     while match is not None:
-        closing = re.compile(f"</{match.group(1)}>", re.IGNORECASE).search(text, match.end())
+        tag = f"</{match.group(1)}>" if match.group(1) else "[/THINK]"
+        closing = re.compile(re.escape(tag), re.IGNORECASE).search(text, match.end())
         if closing is None:  # cut off while reasoning: no answer
             parts.append(text[match.end() :].strip())
             return Reasoned(_joined(parts), len(text), len(text))
