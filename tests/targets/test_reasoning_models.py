@@ -6,12 +6,15 @@ Mistral and Anthropic do.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from faultline.errors import UsageError
+from faultline.targets import GenerationParams
 from tests.targets.fakeapi import FakeAPI
-from tests.targets.test_http_targets import KEY, answer, failure, openai_body, target
+from tests.targets.test_http_targets import KEY, answer, failure, openai_body, request, target
 
 
 @pytest.fixture(autouse=True)
@@ -107,3 +110,27 @@ def test_anthropic_cut_off_while_thinking_is_an_empty_answer(fake_api: FakeAPI) 
         "First, consider",
         "max_tokens",
     )
+
+
+def test_body_fields_are_sent_to_anthropic_too(fake_api: FakeAPI) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    params = GenerationParams(max_tokens=2048, body=(("thinking", json.dumps(thinking)),))
+    answer(target("anthropic", fake_api, params), request(params=params))
+    assert fake_api.log[-1].body["thinking"] == thinking
+    assert fake_api.log[-1].body["max_tokens"] == 2048
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ((("temperature", "0"),), "faultline sets 'temperature' itself"),
+        ((("thinking", "{bad"),), "body thinking: the value is not JSON text"),
+        ((("a", "1"), ("a", "2")), "a field is given twice"),
+    ],
+)
+def test_generation_params_refuse_a_body_no_request_could_carry(
+    body: tuple[tuple[str, str], ...], words: str
+) -> None:
+    # From the Python API, a bad field reached every request (json.loads failed per case).
+    with pytest.raises(UsageError, match=words):
+        GenerationParams(body=body)

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from faultline.errors import TargetError
+from faultline.errors import TargetError, UsageError
 
 __all__ = [
     "BODY_RESERVED",
@@ -75,6 +75,10 @@ class GenerationParams:
             Anthropic's ``thinking``, vLLM's ``chat_template_kwargs``). Sent by the API
             targets only; recorded, so a change is another request to ``--resume`` and the
             cache. Never one of :data:`BODY_RESERVED`.
+
+    Raises:
+        UsageError: A body field is one faultline sets, its value is not JSON text, or a
+            field is given twice.
     """
 
     system: str | None = None
@@ -101,6 +105,18 @@ class GenerationParams:
         if self.body:
             record["body"] = self.body_fields()
         return record
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.body]
+        for name, value in self.body:
+            if name in BODY_RESERVED:
+                raise UsageError(f"body: faultline sets '{name}' itself ({BODY_RESERVED[name]})")
+            try:
+                json.loads(value)
+            except ValueError as exc:
+                raise UsageError(f"body {name}: the value is not JSON text ({exc})") from None
+        if len(set(names)) != len(names):
+            raise UsageError(f"body: a field is given twice ({', '.join(names)})")
 
     def body_fields(self) -> dict[str, Any]:
         """The extra body fields, decoded, by name."""
