@@ -209,7 +209,7 @@ class Scorer:
             [probes[i].expect for i, _ in todo],
             [reading.text for _, reading in todo],
             [truncated[i] for i, _ in todo],
-            canaries=[probes[i].canaries for i, _ in todo],
+            canaries=[tuple(map(reading.canary, probes[i].canaries)) for i, reading in todo],
         )
         threshold = self.config.pass_threshold
         for (i, reading), assessment in zip(todo, assessed, strict=True):
