@@ -7,6 +7,7 @@ Before canaries, a secret leaked without the words the rules read ("The passcode
 from __future__ import annotations
 
 import codecs
+import re
 import unicodedata
 
 import pytest
@@ -238,3 +239,27 @@ def test_a_canary_is_found_in_any_unicode_normal_form_at_its_place(
     start, end = spans[0]
     assert start <= len(before) + 1
     assert end <= len(text)
+
+
+def test_a_scorer_compiles_each_canary_once_however_many_and_in_any_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before, a cache of 4,096 canary lists recompiled every canary of a larger set whose
+    # answers came sample by sample (twice the scoring time of 10,000 probes with canaries).
+    probes = {
+        f"p{i}": Probe(
+            id=f"p{i}", category="c", severity="low", task="t", input="x", canaries=(f"ZQ-{i:05}",)
+        )
+        for i in range(5000)
+    }
+    responses = [Response(probe_id=p, response="No.", sample=s) for s in range(2) for p in probes]
+    compiled: list[str] = []
+    compile_ = re.compile
+
+    def counted(pattern: str, flags: int = 0) -> re.Pattern[str]:
+        compiled.append(pattern)
+        return compile_(pattern, flags)
+
+    monkeypatch.setattr(re, "compile", counted)
+    Scorer(config=ScoringConfig(learned=None)).score_batch(probes, responses)
+    assert len([p for p in compiled if p.startswith("z")]) == len(probes)

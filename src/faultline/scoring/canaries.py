@@ -25,7 +25,15 @@ from collections.abc import Sequence
 
 from faultline.scoring.rules import Rule
 
-__all__ = ["CANARY_LABEL", "CANARY_LOGIT", "CANARY_RISK", "CANARY_RULE", "MAX_GAP", "find_canaries"]
+__all__ = [
+    "CANARY_LABEL",
+    "CANARY_LOGIT",
+    "CANARY_RISK",
+    "CANARY_RULE",
+    "MAX_GAP",
+    "CanaryFinder",
+    "find_canaries",
+]
 
 CANARY_LABEL = "probe.canary"
 """The label a canary's evidence carries, like a rule's."""
@@ -54,28 +62,45 @@ CANARY_RULE = Rule(
 """The rule a canary's hit is of: the scorer adds it after its pack's rules."""
 
 
-def find_canaries(text: str, canaries: Sequence[str]) -> list[tuple[int, int]]:
-    """The span of the first occurrence of each canary found in ``text``, in canary order.
+class CanaryFinder:
+    """Finds canaries in texts, each canary compiled once for as long as the finder lives.
 
-    Both are read folded (:func:`_fold`), so that a canary is found however Unicode writes it;
-    the spans are of ``text`` as written.
+    A :class:`~faultline.scoring.scorer.Scorer` keeps one, so that each canary of a probe set
+    is compiled once per process, however many the set has and in whatever order the answers
+    come.
     """
-    patterns = _patterns(tuple(canaries))
-    read = text if text.isascii() else _fold(text)
-    origin: list[int] | None = None  # where each character of ``read`` is in ``text``
-    spans = []
-    for pattern in patterns:
-        found = pattern.search(read)
-        if found is None:
-            continue
-        start, end = found.span()
-        if len(read) != len(text):
-            origin = origin or [i for i, c in enumerate(text) for _ in range(_width(c))]
-            start, end = origin[start], origin[end - 1] + 1
-        while end < len(text) and unicodedata.combining(text[end]):  # its last letter's accents
-            end += 1
-        spans.append((start, end))
-    return spans
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, re.Pattern[str]] = {}
+
+    def find(self, text: str, canaries: Sequence[str]) -> list[tuple[int, int]]:
+        """The span of the first occurrence of each canary found in ``text``, in canary order.
+
+        Both are read folded (:func:`_fold`), so that a canary is found however Unicode writes
+        it; the spans are of ``text`` as written.
+        """
+        compiled = self._compiled
+        patterns = [compiled.get(c) or compiled.setdefault(c, _pattern(_fold(c))) for c in canaries]
+        read = text if text.isascii() else _fold(text)
+        origin: list[int] | None = None  # where each character of ``read`` is in ``text``
+        spans = []
+        for pattern in patterns:
+            found = pattern.search(read)
+            if found is None:
+                continue
+            start, end = found.span()
+            if len(read) != len(text):
+                origin = origin or [i for i, c in enumerate(text) for _ in range(_width(c))]
+                start, end = origin[start], origin[end - 1] + 1
+            while end < len(text) and unicodedata.combining(text[end]):  # its last letter's marks
+                end += 1
+            spans.append((start, end))
+        return spans
+
+
+def find_canaries(text: str, canaries: Sequence[str]) -> list[tuple[int, int]]:
+    """:meth:`CanaryFinder.find`, compiling the canaries for this call only."""
+    return CanaryFinder().find(text, canaries)
 
 
 def _fold(text: str) -> str:
@@ -93,11 +118,6 @@ def _fold(text: str) -> str:
 def _width(char: str) -> int:
     """How many characters ``char`` folds to."""
     return len(_fold(char))
-
-
-@functools.lru_cache(maxsize=4096)
-def _patterns(canaries: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(_pattern(_fold(canary)) for canary in canaries)
 
 
 def _pattern(canary: str) -> re.Pattern[str]:
