@@ -302,11 +302,14 @@ class Scorer:
         ]
 
     def _canary_hits(self, text: str, canaries: Sequence[str]) -> list[Hit]:
-        """A hit of :data:`CANARY_RULE` for the first of the canaries found in ``text``."""
+        """A hit of :data:`CANARY_RULE` for the first of the canaries found in ``text``.
+
+        Of canaries found at the same place, the longest: the whole secret, not its start.
+        """
         spans = self._canaries.find(text, canaries)
         if not spans:
             return []
-        start, end = min(spans)
+        start, end = min(spans, key=lambda span: (span[0], -span[1]))
         return [Hit(start, self._canary, end)]
 
     def _with_canaries(self, found: Assessment, counted: Sequence[Hit]) -> Assessment:
