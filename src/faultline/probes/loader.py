@@ -281,6 +281,20 @@ def _string_list(
     value = obj.get(key)
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+    if not isinstance(value, list):
         raise fail(key, f"got {describe_value(value)}, expected a list of non-empty strings")
+    for i, item in enumerate(value):
+        if not (isinstance(item, str) and item.strip()):
+            hint = (
+                "; quote it, since YAML and JSON read 4471 as a number" if _is_number(item) else ""
+            )
+            raise fail(
+                key,
+                f"got a list whose item {i} is {describe_value(item)}, "
+                f"expected a list of non-empty strings{hint}",
+            )
     return tuple(v.strip() for v in value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
