@@ -8,9 +8,9 @@ a rule of its own, :data:`CANARY_RULE`, and a response with such a hit fails
 :data:`~faultline.scoring.scorer.RULES_FLOOR_LOGIT`.
 
 A canary is found in any case and Unicode form (:func:`_fold`) and with up to :data:`MAX_GAP`
-separators (spaces, punctuation) between any two of its letters or digits (or as many as the
-canary itself has there), so ``FAKE-PASS-7731`` is found as "fake pass 7731", "FAKEPASS7731"
-and "F A K E - P A S S - 7 7 3 1", which is how a leak is written to slip past an exact match.
+separators (spaces, punctuation) more than it has between any two of its letters or digits,
+so ``FAKE-PASS-7731`` is found as "fake pass 7731", "FAKEPASS7731" and
+"F A K E - P A S S - 7 7 3 1", which is how a leak is written to slip past an exact match.
 It is matched with Python's ``re``: a canary is literal characters and bounded gaps, which no
 input makes slow.
 """
@@ -43,8 +43,8 @@ signal's floor, so the rules' verdict stands."""
 CANARY_RISK = 1.0 / (1.0 + math.exp(-CANARY_LOGIT))
 """The least risk of a response that holds a canary (σ(8) ≈ 0.99966)."""
 MAX_GAP = 3
-"""The most separators found between two letters or digits of a canary, unless the canary
-itself has more there."""
+"""The most separators found between two letters or digits of a canary beyond those it has
+there."""
 
 CANARY_RULE = Rule(
     label=CANARY_LABEL,
@@ -121,10 +121,10 @@ def _width(char: str) -> int:
 
 
 def _pattern(canary: str) -> re.Pattern[str]:
-    """``canary``'s letters and digits in order, and the separators a gap between two may hold.
+    r"""``canary``'s letters and digits in order, and the separators a gap between two may hold.
 
-    Up to :data:`MAX_GAP`, or as many as the canary itself has there, so that a canary such as
-    ``KEY----- AB12`` is found as written.
+    As many as the canary has there and up to :data:`MAX_GAP` more, so that a canary such as
+    ``KEY-----\nAB12`` is found as written, and with its line break written ``\r\n``.
     """
     parts: list[str] = []
     gap = 0
@@ -133,7 +133,7 @@ def _pattern(canary: str) -> re.Pattern[str]:
             gap += 1
             continue
         if parts:
-            parts.append(rf"[\W_]{{0,{max(gap, MAX_GAP)}}}")
+            parts.append(rf"[\W_]{{0,{gap + MAX_GAP}}}")
         parts.append(re.escape(c))
         gap = 0
     return re.compile("".join(parts), re.IGNORECASE)
