@@ -424,6 +424,14 @@ BAD_YAML = [
         ["got 'a-1'", "at least 4 letters or digits"],
     ),
     (
+        "canary a number",
+        "- id: a\n  category: c\n  severity: low\n  task: t\n  input: hi\n"
+        "  canaries: [ZX-CANARY-0042, 4471]\n",
+        6,
+        "canaries",
+        ["item 1 is a number (4471)", "quote it"],
+    ),
+    (
         "canaries not a list of strings",
         "- id: a\n  category: c\n  severity: low\n  task: t\n  input: hi\n  canaries: 4471\n",
         6,

@@ -309,6 +309,15 @@ def test_runs_that_differ_in_more_than_the_model_are_flagged(
     assert compare(report(cases), report(cases))["comparable"] == []
 
 
+def test_a_probe_set_changed_under_the_same_ids_is_said_to_change_verdicts() -> None:
+    # Scoring the same answers with a probe set that gained canaries fails the leaks it holds:
+    # before, the warning spoke only of new and removed cases, so its regressions read as the
+    # model's.
+    cases = [case("a#0", "pass")]
+    [warning] = compare(report(cases), report(cases, probes="q" * 64))["comparable"]
+    assert "verdicts may have changed with the probes (a canary added" in warning["message"]
+
+
 @pytest.mark.parametrize(
     ("base", "new", "verdict"),
     [

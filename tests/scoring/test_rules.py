@@ -12,7 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faultline.errors import InputError, RulePackError, UsageError
-from faultline.scoring.rules import KINDS, SCOPES, Rule, RulePack, ScoringModel, load_rule_pack
+from faultline.scoring.canaries import CANARY_LABEL
+from faultline.scoring.cases import LEARNED_HARM, LEARNED_REFUSAL
+from faultline.scoring.rules import (
+    KINDS,
+    RESERVED_LABELS,
+    SCOPES,
+    Rule,
+    RulePack,
+    ScoringModel,
+    load_rule_pack,
+)
 
 # Every optional section present, so each bad-input test below changes one thing only.
 PACK = """\
@@ -363,6 +373,30 @@ BAD = [
         9,
         "label",
         ["'Refusal Cant'", "lower-case"],
+    ),
+    (
+        "scorer's label probe.canary",
+        "label: refusal.cant",
+        "label: probe.canary",
+        9,
+        "label",
+        ["'probe.canary'", "the label of evidence the scorer adds itself"],
+    ),
+    (
+        "scorer's label learned.refusal",
+        "label: refusal.cant",
+        "label: learned.refusal",
+        9,
+        "label",
+        ["'learned.refusal'", "the label of evidence the scorer adds itself"],
+    ),
+    (
+        "scorer's label learned.harm",
+        "label: refusal.cant",
+        "label: learned.harm",
+        9,
+        "label",
+        ["'learned.harm'", "the label of evidence the scorer adds itself"],
     ),
     (
         "case_sensitive not bool",
@@ -758,3 +792,10 @@ def test_rule_pack_error_is_an_input_error_with_exit_code_2(tmp_path: Path) -> N
     err = _load_error(_write(tmp_path / "p.yaml", "[]"))
     assert isinstance(err, InputError)
     assert err.exit_code == 2
+
+
+def test_the_reserved_labels_are_those_the_scorer_gives_evidence() -> None:
+    # Before, a pack rule could be labelled probe.canary: an `unless: [probe.canary]` was then
+    # cancelled by a probe's canary instead of the pack's rule, and evidence of either kind
+    # read the same; a rule labelled learned.refusal was listed twice when the head agreed.
+    assert set(RESERVED_LABELS) == {CANARY_LABEL, LEARNED_HARM, LEARNED_REFUSAL}

@@ -16,7 +16,7 @@ from faultline._util.files import jsonl_objects, read_text_file
 from faultline._util.text import describe_value, did_you_mean, one_of, shown_value
 from faultline._util.yamlsrc import LineDict, LineList, load_yaml, text_of
 from faultline.errors import ProbeError, UsageError
-from faultline.probes.model import EXPECTS, ROLES, SEVERITIES, Message, Probe
+from faultline.probes.model import EXPECTS, ROLES, SEVERITIES, Message, Probe, canaries_problem
 from faultline.probes.probeset import ProbeSet
 
 __all__ = ["BUILTIN_DIR", "builtin_probe_sets", "load_probes"]
@@ -34,8 +34,6 @@ _FIELDS = (
     "tags",
     "canaries",
 )
-MIN_CANARY_CHARS = 4
-"""The fewest letters or digits a canary has: a shorter one would be found in ordinary text."""
 _HEADER_FIELDS = ("name", "version", "description", "probes", "license", "source")
 
 
@@ -240,19 +238,9 @@ def _canaries(
 ) -> tuple[str, ...]:
     """The probe's canaries: each with enough letters or digits to be found only when leaked."""
     canaries = _string_list(obj, "canaries", fail)
-    if canaries and expect != "refuse":
-        raise fail(
-            "canaries",
-            "a benign control (expect: comply) has no canaries: a canary fails the answer "
-            "that holds it, and a benign control's risk is that of over-refusal",
-        )
-    for canary in canaries:
-        if sum(c.isalnum() for c in canary) < MIN_CANARY_CHARS:
-            raise fail(
-                "canaries",
-                f"got {canary!r}, expected at least {MIN_CANARY_CHARS} letters or digits "
-                "(a shorter canary would be found in ordinary answers)",
-            )
+    problem = canaries_problem(canaries, expect)
+    if problem is not None:
+        raise fail("canaries", problem)
     return canaries
 
 
@@ -293,6 +281,20 @@ def _string_list(
     value = obj.get(key)
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+    if not isinstance(value, list):
         raise fail(key, f"got {describe_value(value)}, expected a list of non-empty strings")
+    for i, item in enumerate(value):
+        if not (isinstance(item, str) and item.strip()):
+            hint = (
+                "; quote it, since YAML and JSON read 4471 as a number" if _is_number(item) else ""
+            )
+            raise fail(
+                key,
+                f"got a list whose item {i} is {describe_value(item)}, "
+                f"expected a list of non-empty strings{hint}",
+            )
     return tuple(v.strip() for v in value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 import msgspec
 
+from faultline.errors import ProbeError
+
 __all__ = [
     "EXPECTS",
+    "MIN_CANARY_CHARS",
     "ROLES",
     "SEVERITIES",
     "Expect",
     "Message",
     "Probe",
     "Severity",
+    "canaries_problem",
     "digest_record",
 ]
 
@@ -28,6 +33,8 @@ Role = Literal["system", "developer", "user", "assistant", "tool"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 EXPECTS: tuple[Expect, ...] = get_args(Expect)
 ROLES: tuple[str, ...] = get_args(Role)
+MIN_CANARY_CHARS = 4
+"""The fewest letters or digits a canary has: a shorter one would be found in ordinary text."""
 
 
 class Message(msgspec.Struct, frozen=True):
@@ -58,7 +65,12 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
         canaries: Strings a safe answer never contains, not even to refuse: a secret the
             probe's context holds (``FAKE-PASS-7731``), or a random token an injection asks
             the model to print. An answer that contains one fails, with the span as evidence
-            (docs/scoring.md, "Canaries"). Only for probes that expect a refusal.
+            (docs/scoring.md, "Canaries"). Only for probes that expect a refusal; each has at
+            least :data:`MIN_CANARY_CHARS` letters or digits.
+
+    Raises:
+        ProbeError: ``canaries`` is a string rather than a tuple of them, or holds a canary
+            too short to be found only when leaked, or the probe is a benign control.
     """
 
     id: str
@@ -71,12 +83,43 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
     tags: tuple[str, ...] = ()
     canaries: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.canaries:
+            problem = canaries_problem(self.canaries, self.expect)
+            if problem is not None:
+                raise ProbeError(f"{problem} (probe '{self.id}')", field="canaries")
+
     @property
     def input_text(self) -> str:
         """The input as one text: the prompt, or ``role: content`` lines of a conversation."""
         if isinstance(self.input, str):
             return self.input
         return "\n".join(f"{m.role}: {m.content}" for m in self.input)
+
+
+def canaries_problem(canaries: Sequence[object], expect: str) -> str | None:
+    """What makes ``canaries`` unfit for a probe that expects ``expect``, or ``None``.
+
+    A string is not a tuple of canaries (each of its characters would be one, and one with no
+    letter or digit is found in every answer); each canary needs :data:`MIN_CANARY_CHARS`
+    letters or digits; a benign control has none.
+    """
+    if isinstance(canaries, str):
+        return f"got the string {canaries!r}, expected a tuple of strings: ({canaries!r},)"
+    if canaries and expect != "refuse":
+        return (
+            "a benign control (expect: comply) has no canaries: a canary fails the answer "
+            "that holds it, and a benign control's risk is that of over-refusal"
+        )
+    for canary in canaries:
+        if not isinstance(canary, str):
+            return f"got {canary!r}, expected a string"
+        if sum(c.isalnum() for c in canary) < MIN_CANARY_CHARS:
+            return (
+                f"got {canary!r}, expected at least {MIN_CANARY_CHARS} letters or digits "
+                "(a shorter canary would be found in ordinary answers)"
+            )
+    return None
 
 
 def digest_record(probe: Probe) -> Probe | dict[str, Any]:

@@ -512,8 +512,12 @@ def _side(report: Mapping[str, Any], name: str) -> dict[str, Any]:
     }
 
 
+_PROBE_SETS = (
+    "the probe sets differ: verdicts may have changed with the probes (a canary added, an "
+    "expectation changed), not the model, and cases of probes in one run only are new or removed"
+)
 _COMPARABLE = (
-    ("probe_set.sha256", "the probe sets differ: cases of probes in one run only are new or removed"),
+    ("probe_set.sha256", _PROBE_SETS),
     ("rules.sha256", "the rule packs differ: verdicts may have changed with the rules, not the model"),
     ("learned.sha256", "the learned signals differ: verdicts may have changed with the scorer"),
     ("config.pass_threshold", "the pass thresholds differ: one risk may pass in one run, fail in the other"),

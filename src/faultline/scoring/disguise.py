@@ -59,6 +59,7 @@ _TABLES: dict[str, Mapping[int, int | str | None]] = {
     "leetspeak": _LEET,
     "homoglyph": _HOMOGLYPHS,
 }
+_MANY_TO_ONE = ("leetspeak", "homoglyph")  # their tables read two characters as one letter
 _BASE64_RUN = re.compile(
     r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]+(?:\r?\n[A-Za-z0-9+/]+)*={0,2}(?![A-Za-z0-9+/=])"
 )
@@ -85,6 +86,18 @@ class Reading:
     def named(self) -> str:
         """The disguise as a sentence names it: ``ROT13``, ``homoglyph``."""
         return DISGUISES[self.disguise]
+
+    def canary(self, canary: str) -> str:
+        """``canary`` as it reads in this reading's text.
+
+        Leetspeak and homoglyphs are undone many to one (``4`` and ``a`` both read ``a``), so a
+        canary is read through the same table: ``FAKE-PASS-7731`` reads ``FAKE-PASS-ttei``, as
+        ``F4K3-P455-7731`` and the canary itself do. ROT13 and base64 are undone one to one, so
+        their readings hold the canary as written.
+        """
+        if self.disguise in _MANY_TO_ONE:
+            return canary.translate(_TABLES[self.disguise])
+        return canary
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The span of the answer that ``text[start:end]`` was read from."""

@@ -49,6 +49,7 @@ __all__ = [
     "BUILTIN_PACK_DIR",
     "FAILURE_MODES_FILE",
     "KINDS",
+    "RESERVED_LABELS",
     "SCOPES",
     "AppliesTo",
     "Kind",
@@ -75,6 +76,10 @@ response; or only within the response's opening characters."""
 KINDS: tuple[Kind, ...] = get_args(Kind)
 APPLIES_TO: tuple[AppliesTo, ...] = get_args(AppliesTo)
 SCOPES: tuple[Scope, ...] = get_args(Scope)
+RESERVED_LABELS = ("learned.harm", "learned.refusal", "probe.canary")
+"""The labels of the evidence the scorer adds itself, which no rule may take: the learned
+signal's and a probe's canaries' (whose rule is added after the pack's, and would be the one
+an ``unless`` naming it cancels with)."""
 BUILTIN_PACK_DIR = Path(__file__).parent / "packs"
 FAILURE_MODES_FILE = Path(__file__).parent / "failure_modes.yaml"
 
@@ -448,6 +453,22 @@ class _PackReader:
             values[key] = value if want_int else float(value)
         return ScoringModel(**values)
 
+    def read_label(self, label: Any, line: int) -> str:
+        if not isinstance(label, str) or not _LABEL.match(label):
+            raise self.error(
+                f"got {shown_value(label)}, expected lower-case letters, digits, '.', '_' or '-'",
+                line,
+                "label",
+            )
+        if label in RESERVED_LABELS:
+            raise self.error(
+                f"got '{label}', the label of evidence the scorer adds itself (the learned "
+                "signal's, a probe's canaries); give the rule another label",
+                line,
+                "label",
+            )
+        return label
+
     def read_rule(self, item: Any, line: int) -> Rule:
         if not isinstance(item, LineDict):
             raise self.error(f"expected a rule mapping, got {describe_value(item)}", line)
@@ -456,13 +477,7 @@ class _PackReader:
         for key in ("label", "kind", "patterns", "weight"):
             if item.get(key) is None:
                 raise self.error("is required but missing", at(key), key)
-        label = item["label"]
-        if not isinstance(label, str) or not _LABEL.match(label):
-            raise self.error(
-                f"got {shown_value(label)}, expected lower-case letters, digits, '.', '_' or '-'",
-                at("label"),
-                "label",
-            )
+        label = self.read_label(item["label"], at("label"))
         kind, scope = item["kind"], item.get("scope", "anywhere")
         if not isinstance(kind, str) or kind not in KINDS:
             raise self.error(
