@@ -449,6 +449,43 @@ def test_a_parquet_column_of_the_wrong_type_names_the_field_and_first_row(
         assert word in str(err)
 
 
+def _not_utf8(values: list[bytes | None], kind: pa.DataType = STRING) -> pa.Array:
+    """A text column holding the bytes as they are: Arrow does not check them when written."""
+    binary = pa.large_binary() if kind == pa.large_string() else pa.binary()
+    return pa.array(values, binary).view(kind)
+
+
+@pytest.mark.parametrize(
+    ("column", "values"),
+    [
+        ("response", _not_utf8([b"x", b"y", b"caf\xe9", b"z"])),
+        ("model", _not_utf8([b"m", b"m", b"m\xff", b"m"])),
+        ("probe_id", _not_utf8([b"a", b"b", b"\xc3", b"d"], pa.large_string())),
+        ("reasoning", _not_utf8([None, None, b"\xff", None]).dictionary_encode()),
+        (
+            "error",
+            pa.StructArray.from_arrays(
+                [_not_utf8([None, None, b"time\xffout", None])], ["message"]
+            ),
+        ),
+    ],
+    ids=["response", "model", "id-large", "reasoning-dictionary", "error-struct"],
+)
+def test_parquet_text_that_is_not_utf8_names_the_row_and_field(
+    tmp_path: Path, column: str, values: pa.Array
+) -> None:
+    table = pa.table({"probe_id": ["a", "b", "c", "d"], "response": ["x"] * 4})
+    table = table.drop_columns([column]) if column in table.column_names else table
+    path = tmp_path / "r.parquet"
+    pq.write_table(table.append_column(column, values), path)
+    (piece,) = iter_pieces([path])
+    assert scan_piece(piece) is None if column == "model" else scan_piece(piece) is not None
+    err = _error([path])
+    assert (err.path, err.line, err.field) == (str(path), 3, column)
+    assert "row 3" in str(err)
+    assert "not UTF-8" in str(err)
+
+
 def test_a_column_of_another_type_holding_only_nulls_is_read_as_nulls(tmp_path: Path) -> None:
     table = pa.table(
         {"probe_id": ["a"], "response": ["x"], "sample": pa.array([None], pa.float64())}

@@ -126,7 +126,10 @@ def scan_batch(batch: Any) -> tuple[set[str | None], int] | None:
     column = batch.column("model")
     if not _is_text(column.type):
         return None if column.null_count < len(column) else ({None}, batch.num_rows)
-    return set(pc.unique(column).to_pylist()), batch.num_rows
+    try:
+        return set(pc.unique(column).to_pylist()), batch.num_rows
+    except UnicodeDecodeError:  # bytes that are not UTF-8: the decoding pass names the row
+        return None
 
 
 def decode_batch(path: Path, batch: Any, first_row: int) -> ResponseBatch:
@@ -145,7 +148,14 @@ def decode_batch(path: Path, batch: Any, first_row: int) -> ResponseBatch:
     columns = _columns(batch, path, first_row)
     problems = _type_problems(columns, n)
     mistyped = {problem[2] for problem in problems}
-    values = {name: _values(name, col) for name, col in columns.items() if name not in mistyped}
+    values: dict[str, list[Any]] = {}
+    for name, column in columns.items():
+        if name in mistyped:
+            continue
+        try:
+            values[name] = _values(name, column)
+        except UnicodeDecodeError:
+            problems.append(_utf8_problem(name, column))
     problems += _value_problems(columns, values, n)
     if problems:
         row, _, field, reason = min(problems)
@@ -255,6 +265,25 @@ def _type_problems(columns: dict[str, Any], n: int) -> list[_Problem]:
     return problems
 
 
+def _utf8_problem(name: str, column: Any) -> _Problem:
+    """The first value of a text column (or of one a struct holds) that is not UTF-8.
+
+    Arrow stores a string column's bytes as they were written, unchecked; Python cannot turn
+    such bytes into a string. Bad input only: each value is turned into Python on its own.
+    """
+    row = next(i for i in range(len(column)) if not _decodes(column[i]))
+    reason = "holds bytes that are not UTF-8 text in row {row}; write the column as UTF-8 strings"
+    return row, 0, name, reason
+
+
+def _decodes(value: Any) -> bool:
+    try:
+        value.as_py()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _literal(text: str) -> str:
     """``text`` as a part of a format string."""
     return text.replace("{", "{{").replace("}", "}}")
@@ -347,7 +376,10 @@ def _values(name: str, column: Any) -> list[Any]:
 
 def _decoded(column: Any) -> list[Any]:
     """A dictionary column's values: each distinct one a single object, shared by its rows."""
-    distinct = column.dictionary.to_pylist()
+    try:
+        distinct = column.dictionary.to_pylist()
+    except UnicodeDecodeError:  # bad bytes in the dictionary: in a row, or in no row at all
+        return list(column.cast(column.type.value_type).to_pylist())
     indices = column.indices.to_pylist()
     if column.indices.null_count:
         return [None if i is None else distinct[i] for i in indices]
