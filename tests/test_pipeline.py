@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,24 @@ def test_a_file_of_errors_only_reports_zero_coverage(tmp_path: Path, small_files
     assert (counts["cases"], counts["scored"], counts["errors"]) == (2, 0, 2)
     assert run.report.aggregate_metrics["overall"]["coverage"] == 0.0
     assert run.report.aggregate_metrics["per_probe"]["errors"] == 2
+
+
+@pytest.mark.parametrize("cases_inline_max", [50_000, 0])
+def test_files_named_in_bytes_that_are_not_utf8_are_named_in_the_report(
+    tmp_path: Path, cases_inline_max: int
+) -> None:
+    probes, responses = _write_run(tmp_path, 40, [None])
+    probes = probes.rename(tmp_path / os.fsdecode(b"probes-\xff.jsonl"))
+    folder = tmp_path / os.fsdecode(b"logs-\xfe")
+    folder.mkdir()
+    responses = responses.rename(folder / os.fsdecode(b"answers-\xfd.jsonl"))
+    (folder / os.fsdecode(b"more-\xfc.jsonl")).write_bytes(b"")  # so the folder is the name
+    out = tmp_path / "out"
+    for spec, name in [(responses, "answers-\ufffd.jsonl"), (folder, f"{tmp_path}/logs-\ufffd")]:
+        score_files(probes, spec, out, cases_inline_max=cases_inline_max, **FIXED)
+        run = json.loads((out / "report.json").read_text(encoding="utf-8"))["run"]
+        assert (run["probe_set"]["name"], run["target"]["responses"]["name"]) == (
+            "probes-\ufffd",
+            name,
+        )
+        assert run["target"]["spec"] == f"replay:{name}"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline._util.files import missing_dirs
+from faultline._util.text import well_formed
 from faultline.errors import UsageError
 from faultline.metrics.aggregate import rank_as_listed, with_expected_modes
 from faultline.metrics.transforms import transform_metrics_of_counts, with_transforms
@@ -271,7 +272,8 @@ def _report(
         assembly.failed_per_probe(),
         {p.id: p.failure_modes for p in probe_set},
     )
-    name = paths[0].name if len(paths) == 1 else str(responses)
+    # A file name need not be UTF-8; the report is, so a byte that is not shows as U+FFFD.
+    name = well_formed(paths[0].name if len(paths) == 1 else str(responses))
     recorded: dict[str, Any] = {"name": name, "sha256": digest, "records": assembly.n_cases}
     if len(paths) > 1:
         recorded["files"] = len(paths)

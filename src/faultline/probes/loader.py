@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from faultline._util.files import jsonl_objects, read_text_file
-from faultline._util.text import describe_value, did_you_mean, one_of, shown_value
+from faultline._util.text import (
+    describe_value,
+    did_you_mean,
+    one_of,
+    shown_value,
+    well_formed,
+)
 from faultline._util.yamlsrc import LineDict, LineList, load_yaml, text_of
 from faultline.errors import ProbeError, UsageError
 from faultline.probes.model import EXPECTS, ROLES, SEVERITIES, Message, Probe, canaries_problem
@@ -109,7 +115,7 @@ def _load_files(name: str, files: list[Path]) -> ProbeSet:
         raise ProbeError("holds no probes", path=files[0] if len(files) == 1 else files[0].parent)
     header = header or {}
     return ProbeSet(
-        name=header.get("name") or name,
+        name=header.get("name") or well_formed(name),  # a file name need not be UTF-8
         probes=tuple(probes),
         version=header.get("version"),
         description=header.get("description"),
