@@ -206,6 +206,26 @@ def test_parquet_values_take_the_shapes_json_gives_them(tmp_path: Path) -> None:
     ]
 
 
+def test_an_error_struct_leaves_out_the_keys_its_row_has_no_value_for(tmp_path: Path) -> None:
+    # A struct column has every key any row has: the row's null is the key left out, as a
+    # null column is the field left out, so the record is the one the JSONL line gives.
+    rows = [
+        {"probe_id": "a", "error": {"message": "HTTP 500"}},
+        {"probe_id": "b", "error": {"message": "HTTP 429", "status": 429}},
+        {"probe_id": "c", "error": {"detail": {"code": "busy"}}},
+        {"probe_id": "d", "error": {"detail": {"retry": 3}, "message": None}},
+    ]
+    jsonl = _write(tmp_path / "r.jsonl", _jsonl(rows))
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "r.parquet")
+    assert [r.error for r in load_responses(tmp_path / "r.parquet")] == [
+        {"message": "HTTP 500"},
+        {"message": "HTTP 429", "status": 429},
+        {"detail": {"code": "busy"}},
+        {"detail": {"retry": 3}},
+    ]
+    assert load_responses(tmp_path / "r.parquet")[:3] == load_responses(jsonl)[:3]
+
+
 # --------------------------------------------------------------------------- specs
 
 

@@ -368,10 +368,30 @@ def _values(name: str, column: Any) -> list[Any]:
         return _usages(column)
     if pa.types.is_dictionary(column.type):
         return _decoded(column)
+    if name == "error":
+        return _errors(column)
+    return list(column.to_pylist())
+
+
+def _errors(column: Any) -> list[Any]:
+    """An ``error`` column's values: text, or a mapping as a JSON object gives it."""
     values = column.to_pylist()
-    if name == "error" and pa.types.is_map(column.type):
+    if pa.types.is_map(column.type):
         return [None if v is None else dict(v) for v in values]
+    if pa.types.is_struct(column.type):
+        return [_present(v) for v in values]
     return list(values)
+
+
+def _present(value: Any) -> Any:
+    """A struct's value without the keys its row leaves null, in the structs it holds too.
+
+    A struct column has every key that any row has; a row's null is the key left out (as a
+    null column is the field left out), so the error reads as its JSONL line would.
+    """
+    if not isinstance(value, dict):
+        return value
+    return {k: _present(v) for k, v in value.items() if v is not None}
 
 
 def _decoded(column: Any) -> list[Any]:
