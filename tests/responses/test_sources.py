@@ -260,6 +260,24 @@ def test_a_directory_gives_every_responses_file_in_it_sorted_by_relative_path(
     ]
 
 
+def test_a_directory_reads_the_responses_in_its_linked_directories_once(tmp_path: Path) -> None:
+    # Logs kept elsewhere and linked in are under the directory, as a glob finds them.
+    archive = _mixed_folder(tmp_path / "archive")
+    root = tmp_path / "logs"
+    root.mkdir()
+    _write(root / "today.jsonl", _jsonl(ROWS[:1]))
+    (root / "archive").symlink_to(archive)
+    (root / "archive-again").symlink_to(archive)  # the same directory twice: read once
+    (root / "loop").symlink_to(root)  # a loop: not followed round again
+    assert [p.relative_to(root).as_posix() for p in resolve_sources(root)] == [
+        "archive/a.parquet",
+        "archive/b/1.ndjson",
+        "archive/b/2.jsonl.gz",
+        "archive/c.jsonl",
+        "today.jsonl",
+    ]
+
+
 def test_load_responses_reads_a_directory_a_glob_and_each_format(tmp_path: Path) -> None:
     root = _mixed_folder(tmp_path / "runs")
     ids = ["p1", "p2", "n", "g", "j"]

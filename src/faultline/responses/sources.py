@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple, NoReturn
 
 import msgspec
 
@@ -199,15 +199,28 @@ def _accepted(name: str) -> bool:
 
 
 def _directory_files(root: Path) -> list[Path]:
-    def fail(exc: OSError) -> None:
+    """The responses files under ``root``, sorted by relative path.
+
+    Linked directories are followed, as a glob follows them; a directory reached again (by
+    another link, or a link that loops back) is read the first time only, in sorted order.
+    """
+
+    def fail(exc: OSError) -> NoReturn:
         raise ResponseError(f"cannot be read ({exc.strerror or exc})", path=exc.filename) from exc
 
-    found = [
-        Path(top, name)
-        for top, _, names in os.walk(root, onerror=fail)
-        for name in names
-        if _accepted(name)
-    ]
+    seen: set[tuple[int, int]] = set()
+    found: list[Path] = []
+    for top, dirs, names in os.walk(root, onerror=fail, followlinks=True):
+        try:
+            info = os.stat(top)
+        except OSError as exc:
+            fail(exc)
+        dirs.sort()
+        if (info.st_dev, info.st_ino) in seen:
+            dirs.clear()
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        found += [Path(top, name) for name in names if _accepted(name)]
     return sorted(found, key=lambda p: p.relative_to(root).parts)
 
 
