@@ -278,6 +278,26 @@ def test_a_directory_reads_the_responses_in_its_linked_directories_once(tmp_path
     ]
 
 
+def test_a_directory_leaves_out_hidden_files_and_directories_as_a_glob_does(
+    tmp_path: Path,
+) -> None:
+    # A folder copied from a Mac holds "._a.parquet" resource forks beside the logs, and a
+    # sync tool keeps its own copies in a hidden folder: neither is answers, and `logs/*`
+    # in a shell or a glob here leaves both out.
+    root = _mixed_folder(tmp_path / "runs")
+    _write(root / "._a.parquet", b"\x00\x05\x16\x07 not parquet")
+    (root / ".sync").mkdir()
+    _write(root / ".sync" / "c.jsonl", _jsonl([{"probe_id": "j", "response": "x"}]))
+    expected = ["a.parquet", "b/1.ndjson", "b/2.jsonl.gz", "c.jsonl"]
+    assert [p.relative_to(root).as_posix() for p in resolve_sources(root)] == expected
+    assert [p.relative_to(root).as_posix() for p in resolve_sources(f"{root}/**/c.jsonl")] == [
+        "c.jsonl"
+    ]
+    assert [r.probe_id for r in load_responses(root)] == ["p1", "p2", "n", "g", "j"]
+    # Named directly, a hidden file is read like any other.
+    assert [p.name for p in resolve_sources(root / ".sync" / "c.jsonl")] == ["c.jsonl"]
+
+
 def test_load_responses_reads_a_directory_a_glob_and_each_format(tmp_path: Path) -> None:
     root = _mixed_folder(tmp_path / "runs")
     ids = ["p1", "p2", "n", "g", "j"]

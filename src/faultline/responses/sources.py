@@ -203,6 +203,8 @@ def _directory_files(root: Path) -> list[Path]:
 
     Linked directories are followed, as a glob follows them; a directory reached again (by
     another link, or a link that loops back) is read the first time only, in sorted order.
+    Hidden files and directories (a name starting with ``.``: a Mac's ``._x.parquet``
+    resource forks, a sync tool's copies) are left out, as a glob leaves them out.
     """
 
     def fail(exc: OSError) -> NoReturn:
@@ -215,12 +217,12 @@ def _directory_files(root: Path) -> list[Path]:
             info = os.stat(top)
         except OSError as exc:
             fail(exc)
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if (info.st_dev, info.st_ino) in seen:
             dirs.clear()
             continue
         seen.add((info.st_dev, info.st_ino))
-        found += [Path(top, name) for name in names if _accepted(name)]
+        found += [Path(top, name) for name in names if _accepted(name) and name[0] != "."]
     return sorted(found, key=lambda p: p.relative_to(root).parts)
 
 
