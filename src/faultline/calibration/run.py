@@ -30,6 +30,7 @@ from faultline.calibration.labelled import (
     LabelledFile,
     LabelledRow,
     expectation,
+    fold_groups,
     group_key,
     load_labelled,
     prompt_key,
@@ -163,7 +164,7 @@ def _require_two_prompts(
     Raises:
         LabelError: Fewer than two distinct prompts; ``why`` says what needed the folds.
     """
-    prompts = len({group_key(at.row) for at in located})
+    prompts = len(set(fold_groups([at.row for at in located])))
     if prompts < 2:
         raise LabelError(
             f"{len(located):,} labelled rows with {prompts} distinct "
