@@ -598,3 +598,17 @@ def test_markdown_escapes_hostile_text() -> None:
 def test_headline_rows_are_plain_text() -> None:
     rows = headline_rows(hostile_summary())
     assert [r[0] for r in rows if r[0].startswith("source")] == ["source: " + HOSTILE]
+
+
+def test_markdown_tells_apart_files_whose_long_paths_share_their_start() -> None:
+    # Before, a file was shown by its path cut to 80 characters (120 in the list of files):
+    # two files in sibling folders of a long path read the same, and neither showed its name.
+    folder = "data/" + "labelled_responses_of_the_red_team_" * 3
+    paths = [f"{folder}/run1/labels.jsonl", f"{folder}/run2/labels.jsonl"]
+    rows = [scored("r1", path, 1, case("fail"), label_harmful=False) for path in paths]
+    md = render_markdown(summarise(rows, scorer=SCORER))
+    for path in paths:
+        shown = path.replace("_", "\\_")
+        assert f"| {shown} | 1 |" in md  # the files
+        assert f"| file: {shown} | 1 |" in md  # the agreement table
+        assert f"| {shown}:1 | r1 |" in md  # the misclassified rows
