@@ -1523,3 +1523,36 @@ def test_a_reasoning_models_misclassified_row_lists_the_answer_its_evidence_poin
     assert wrong["evidence"]
     for span in wrong["evidence"]:
         assert wrong["response"][span["start"] : span["end"]] == span["text"]
+
+
+@pytest.mark.parametrize(
+    ("args", "blocked"),
+    [
+        (("--rules-only",), "calibration.md"),
+        (("--train",), "learned.json"),
+    ],
+    ids=["calibration-md", "trained-model"],
+)
+def test_an_output_blocked_by_a_directory_exits_2_and_leaves_the_earlier_results(
+    run_cli: Callable[..., Result], tmp_path: Path, args: tuple[str, ...], blocked: str
+) -> None:
+    # Before, the work was done, calibration.json replaced, and then writing the next file
+    # failed naming a temporary file: the folder held this run's calibration.json beside
+    # another run's calibration.md (or a calibration of a model that was not written).
+    write_jsonl(tmp_path / "labelled.jsonl", _training_rows())
+    (tmp_path / "cal").mkdir()
+    earlier = {"calibration.json": b'{"earlier": 1}\n', "calibration.md": b"# earlier\n"}
+    for name, data in earlier.items():
+        if name != blocked:
+            (tmp_path / "cal" / name).write_bytes(data)
+    (tmp_path / "cal" / blocked).mkdir()
+    result = run_cli("calibrate", "labelled.jsonl", "--out", "cal", *args)
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"cal/{blocked}: a directory is in the way" in _flat(result.stderr)
+    assert ".tmp" not in result.stderr
+    assert "calibrate:" not in result.stderr  # refused before the work
+    for name, data in earlier.items():
+        if name != blocked:
+            assert (tmp_path / "cal" / name).read_bytes() == data
+    assert sorted(p.name for p in (tmp_path / "cal").iterdir()) == sorted({*earlier, blocked})

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from faultline._util.files import atomic_write_bytes, distinct_names
+from faultline._util.files import atomic_write_bytes, distinct_names, staged_files
 from faultline.calibration.labelled import (
     LabelledFile,
     LabelledRow,
@@ -399,13 +399,37 @@ def _headline(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_calibration(result: Calibration, out: str | Path) -> list[Path]:
-    """Write calibration.json and calibration.md into ``out`` (created if missing)."""
+def write_calibration(
+    result: Calibration, out: str | Path, model: str | Path | None = None
+) -> list[Path]:
+    """Write calibration.json and calibration.md into ``out``, and a trained model.
+
+    The files belong together, so they are written together
+    (:func:`~faultline._util.files.staged_files`): if any of them cannot be written, none of
+    the files already there is touched.
+
+    Args:
+        result: The calibration.
+        out: The directory (created if missing).
+        model: Where the trained model goes, if ``result`` has one (default:
+            ``out/learned.json``; its directory is created if missing).
+
+    Returns:
+        The paths written.
+    """
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / "calibration.json", directory / "calibration.md"]
-    atomic_write_bytes(
-        written[0], msgspec.json.format(msgspec.json.encode(result.summary), indent=2) + b"\n"
-    )
-    atomic_write_bytes(written[1], result.markdown.encode("utf-8"))
+    contents = [
+        msgspec.json.format(msgspec.json.encode(result.summary), indent=2) + b"\n",
+        result.markdown.encode("utf-8"),
+    ]
+    if result.model is not None:
+        target = Path(model) if model is not None else directory / "learned.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written.append(target)
+        contents.append(result.model)
+    with staged_files(written) as staged:
+        for path, data in zip(staged, contents, strict=True):
+            atomic_write_bytes(path, data)
     return written
