@@ -199,8 +199,10 @@ def test_top_level_shape(summary: dict[str, Any]) -> None:
         "misclassified",
         "misclassified_left_out",
         "cross_fitted_rows",
+        "config",
     ]
     assert summary["schema_version"] == "1"
+    assert summary["config"] == {"pass_threshold": None, "seed": 1}
     assert summary["scorer"] == SCORER
     assert summary["files"] == [{"path": A, "rows": 9}, {"path": B, "rows": 3}]
     assert summary["cross_fitted_rows"] == 1

@@ -1556,3 +1556,19 @@ def test_an_output_blocked_by_a_directory_exits_2_and_leaves_the_earlier_results
         if name != blocked:
             assert (tmp_path / "cal" / name).read_bytes() == data
     assert sorted(p.name for p in (tmp_path / "cal").iterdir()) == sorted({*earlier, blocked})
+
+
+def test_the_calibration_records_the_pass_threshold_and_seed_it_was_made_with(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    # The harm and over-refusal verdicts move with --pass-threshold (JailbreakBench's harm
+    # accuracy by the rules is 0.720 at 0.5 and 0.743 at 0.9), and the intervals with
+    # --seed: before, neither was recorded, so two calibrations disagreed for no visible reason.
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows())
+    options = ("--rules-only", "--pass-threshold", "0.9", "--seed", "7")
+    result = run_cli("calibrate", "labelled.jsonl", "--out", "cal", *options)
+    assert result.code == 0, result.stderr
+    summary = _json(tmp_path / "cal" / "calibration.json")
+    assert summary["config"] == {"pass_threshold": 0.9, "seed": 7}
+    markdown = (tmp_path / "cal" / "calibration.md").read_text(encoding="utf-8")
+    assert "- config: pass threshold 0.9, bootstrap seed 7" in markdown

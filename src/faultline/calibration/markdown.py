@@ -117,6 +117,11 @@ def _md_identity(summary: Mapping[str, Any]) -> list[str]:
     lines += [f"- {escape_md(str(k), 60)}: {escape_md(_plain(v), 320)}" for k, v in scorer.items()]
     if not scorer:
         lines.append("- not recorded")
+    if (config := summary.get("config")) is not None:  # none in an older calibration.json
+        lines.append(
+            f"- config: pass threshold {_plain(config['pass_threshold'])}, "
+            f"bootstrap seed {_plain(config['seed'])}"
+        )
     for mismatch in scorer_mismatches(scorer, named_md):
         lines += ["", f"Warning: {mismatch.text}."]
     if summary["cross_fitted_rows"]:

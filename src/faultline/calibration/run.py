@@ -303,6 +303,7 @@ def calibrate(
         seed=seed,
         max_misclassified=max_misclassified,
         files=[str(p) for p in paths],
+        pass_threshold=config.pass_threshold,
     )
     return Calibration(summary, render_markdown(summary))
 
@@ -353,6 +354,7 @@ def train(
         seed=seed,
         max_misclassified=max_misclassified,
         files=[str(p) for p in paths],
+        pass_threshold=config.pass_threshold,
     )
     if progress is not None:
         progress("fitting the model on every row")
