@@ -800,6 +800,20 @@ IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
         {"rules": [_rule(precision_ci95=[0.2, 0.5])]},
         "field 'rules[0].precision_ci95': got [0.2, 0.5], which does not hold the precision 1.0",
     ),
+    (  # was accepted, and report.md printed 1.000 [0.990, 1.000] for a rule that fired once
+        "interval-not-of-its-counts",
+        {
+            "rules": [
+                _rule(
+                    fired=1,
+                    fired_when_positive=1,
+                    precision_ci95=[0.99, 1.0],
+                )
+            ]
+        },
+        "field 'rules[0].precision_ci95': got [0.99, 1.0], expected the 95% Wilson interval "
+        "of fired_when_positive / fired = 1/1, [0.207, 1.000]",
+    ),
     (
         "rows-negative",
         {"rules": [_rule()], "groups": [{"by": "all", "name": "all", "rows": -7}]},
