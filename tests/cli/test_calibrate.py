@@ -1586,3 +1586,26 @@ def test_the_calibration_records_the_pass_threshold_and_seed_it_was_made_with(
     assert summary["config"] == {"pass_threshold": 0.9, "seed": 7}
     markdown = (tmp_path / "cal" / "calibration.md").read_text(encoding="utf-8")
     assert "- config: pass threshold 0.9, bootstrap seed 7" in markdown
+
+
+def test_score_warns_when_the_calibration_used_another_pass_threshold(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    # Whether learned.harm fires as safe or unsafe depends on the pass threshold: on
+    # JailbreakBench its precision as safe is 0.809 calibrated at 0.5 and 0.429 at 0.9. Before,
+    # a run at 0.5 showed the figures of 0.9 without a word.
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows())
+    made = run_cli("calibrate", "labelled.jsonl", "--out", "cal", "--pass-threshold", "0.9")
+    assert made.code == 0, made.stderr
+    result = _score_with_calibration(run_cli, scoring_files, tmp_path / "cal" / "calibration.json")
+    assert result.code == 0, result.stderr
+    warning = "Warning: calibrated at pass threshold 0.9, but this run used 0.5"
+    assert warning in _flat(result.stderr)
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert warning in _flat(_section(markdown, "Rule precision (calibration)"))
+    assert _json(tmp_path / "out" / "report.json")["run"]["calibration"]["pass_threshold"] == 0.9
+    probes, responses = scoring_files
+    args = ("--pass-threshold", "0.9", "--calibration", "cal/calibration.json")
+    same = run_cli("score", "-p", probes, "-r", responses, "-o", "same", *args)
+    assert same.code == 0, same.stderr
+    assert "Warning" not in same.stderr

@@ -52,11 +52,16 @@ class _Scorer(msgspec.Struct, frozen=True):
     learned: _Identity | None = None
 
 
+class _Config(msgspec.Struct, frozen=True):
+    pass_threshold: float | None = None
+
+
 class _Calibration(msgspec.Struct, frozen=True):
     schema_version: str
     rules: list[_Rule]
     groups: list[_Group] = []
     scorer: _Scorer | None = None
+    config: _Config | None = None
 
 
 _FIELD = re.compile(r"at `\$\.([^`]+)`")
@@ -107,6 +112,7 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
         "scorer": None if doc.scorer is None else msgspec.to_builtins(doc.scorer),
         "rows": None if headline is None else headline.rows,
         "rules": [msgspec.to_builtins(r) for r in doc.rules],
+        "pass_threshold": None if doc.config is None else doc.config.pass_threshold,
     }
 
 
