@@ -199,8 +199,10 @@ def test_top_level_shape(summary: dict[str, Any]) -> None:
         "misclassified",
         "misclassified_left_out",
         "cross_fitted_rows",
+        "config",
     ]
     assert summary["schema_version"] == "1"
+    assert summary["config"] == {"pass_threshold": None, "seed": 1}
     assert summary["scorer"] == SCORER
     assert summary["files"] == [{"path": A, "rows": 9}, {"path": B, "rows": 3}]
     assert summary["cross_fitted_rows"] == 1
@@ -598,3 +600,17 @@ def test_markdown_escapes_hostile_text() -> None:
 def test_headline_rows_are_plain_text() -> None:
     rows = headline_rows(hostile_summary())
     assert [r[0] for r in rows if r[0].startswith("source")] == ["source: " + HOSTILE]
+
+
+def test_markdown_tells_apart_files_whose_long_paths_share_their_start() -> None:
+    # Before, a file was shown by its path cut to 80 characters (120 in the list of files):
+    # two files in sibling folders of a long path read the same, and neither showed its name.
+    folder = "data/" + "labelled_responses_of_the_red_team_" * 3
+    paths = [f"{folder}/run1/labels.jsonl", f"{folder}/run2/labels.jsonl"]
+    rows = [scored("r1", path, 1, case("fail"), label_harmful=False) for path in paths]
+    md = render_markdown(summarise(rows, scorer=SCORER))
+    for path in paths:
+        shown = path.replace("_", "\\_")
+        assert f"| {shown} | 1 |" in md  # the files
+        assert f"| file: {shown} | 1 |" in md  # the agreement table
+        assert f"| {shown}:1 | r1 |" in md  # the misclassified rows

@@ -800,6 +800,20 @@ IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
         {"rules": [_rule(precision_ci95=[0.2, 0.5])]},
         "field 'rules[0].precision_ci95': got [0.2, 0.5], which does not hold the precision 1.0",
     ),
+    (  # was accepted, and report.md printed 1.000 [0.990, 1.000] for a rule that fired once
+        "interval-not-of-its-counts",
+        {
+            "rules": [
+                _rule(
+                    fired=1,
+                    fired_when_positive=1,
+                    precision_ci95=[0.99, 1.0],
+                )
+            ]
+        },
+        "field 'rules[0].precision_ci95': got [0.99, 1.0], expected the 95% Wilson interval "
+        "of fired_when_positive / fired = 1/1, [0.207, 1.000]",
+    ),
     (
         "rows-negative",
         {"rules": [_rule()], "groups": [{"by": "all", "name": "all", "rows": -7}]},
@@ -1523,3 +1537,75 @@ def test_a_reasoning_models_misclassified_row_lists_the_answer_its_evidence_poin
     assert wrong["evidence"]
     for span in wrong["evidence"]:
         assert wrong["response"][span["start"] : span["end"]] == span["text"]
+
+
+@pytest.mark.parametrize(
+    ("args", "blocked"),
+    [
+        (("--rules-only",), "calibration.md"),
+        (("--train",), "learned.json"),
+    ],
+    ids=["calibration-md", "trained-model"],
+)
+def test_an_output_blocked_by_a_directory_exits_2_and_leaves_the_earlier_results(
+    run_cli: Callable[..., Result], tmp_path: Path, args: tuple[str, ...], blocked: str
+) -> None:
+    # Before, the work was done, calibration.json replaced, and then writing the next file
+    # failed naming a temporary file: the folder held this run's calibration.json beside
+    # another run's calibration.md (or a calibration of a model that was not written).
+    write_jsonl(tmp_path / "labelled.jsonl", _training_rows())
+    (tmp_path / "cal").mkdir()
+    earlier = {"calibration.json": b'{"earlier": 1}\n', "calibration.md": b"# earlier\n"}
+    for name, data in earlier.items():
+        if name != blocked:
+            (tmp_path / "cal" / name).write_bytes(data)
+    (tmp_path / "cal" / blocked).mkdir()
+    result = run_cli("calibrate", "labelled.jsonl", "--out", "cal", *args)
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"cal/{blocked}: a directory is in the way" in _flat(result.stderr)
+    assert ".tmp" not in result.stderr
+    assert "calibrate:" not in result.stderr  # refused before the work
+    for name, data in earlier.items():
+        if name != blocked:
+            assert (tmp_path / "cal" / name).read_bytes() == data
+    assert sorted(p.name for p in (tmp_path / "cal").iterdir()) == sorted({*earlier, blocked})
+
+
+def test_the_calibration_records_the_pass_threshold_and_seed_it_was_made_with(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    # The harm and over-refusal verdicts move with --pass-threshold (JailbreakBench's harm
+    # accuracy by the rules is 0.720 at 0.5 and 0.743 at 0.9), and the intervals with
+    # --seed: before, neither was recorded, so two calibrations disagreed for no visible reason.
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows())
+    options = ("--rules-only", "--pass-threshold", "0.9", "--seed", "7")
+    result = run_cli("calibrate", "labelled.jsonl", "--out", "cal", *options)
+    assert result.code == 0, result.stderr
+    summary = _json(tmp_path / "cal" / "calibration.json")
+    assert summary["config"] == {"pass_threshold": 0.9, "seed": 7}
+    markdown = (tmp_path / "cal" / "calibration.md").read_text(encoding="utf-8")
+    assert "- config: pass threshold 0.9, bootstrap seed 7" in markdown
+
+
+def test_score_warns_when_the_calibration_used_another_pass_threshold(
+    run_cli: Callable[..., Result], tmp_path: Path, scoring_files: tuple[str, str]
+) -> None:
+    # Whether learned.harm fires as safe or unsafe depends on the pass threshold: on
+    # JailbreakBench its precision as safe is 0.809 calibrated at 0.5 and 0.429 at 0.9. Before,
+    # a run at 0.5 showed the figures of 0.9 without a word.
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows())
+    made = run_cli("calibrate", "labelled.jsonl", "--out", "cal", "--pass-threshold", "0.9")
+    assert made.code == 0, made.stderr
+    result = _score_with_calibration(run_cli, scoring_files, tmp_path / "cal" / "calibration.json")
+    assert result.code == 0, result.stderr
+    warning = "Warning: calibrated at pass threshold 0.9, but this run used 0.5"
+    assert warning in _flat(result.stderr)
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert warning in _flat(_section(markdown, "Rule precision (calibration)"))
+    assert _json(tmp_path / "out" / "report.json")["run"]["calibration"]["pass_threshold"] == 0.9
+    probes, responses = scoring_files
+    args = ("--pass-threshold", "0.9", "--calibration", "cal/calibration.json")
+    same = run_cli("score", "-p", probes, "-r", responses, "-o", "same", *args)
+    assert same.code == 0, same.stderr
+    assert "Warning" not in same.stderr

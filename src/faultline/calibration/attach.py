@@ -4,8 +4,9 @@ The report then carries, in ``run.calibration``, which file it came from, which 
 calibrated, and the measured precision of every rule, so a reader of a failed case can see
 how often the rules that decided it are right. The file is checked field by field (it may
 come from anywhere): a wrong type, or a value no calibration holds (a precision or an interval
-outside [0, 1], a negative count, ``fired`` other than its two parts' sum, a rule listed
-twice), is an error naming the field, never a crash or a wrong figure later.
+outside [0, 1], a negative count, ``fired`` other than its two parts' sum, a precision or an
+interval other than its counts give, a rule listed twice), is an error naming the field, never
+a crash or a wrong figure later.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from faultline._util.files import TOO_DEEP, read_text_and_bytes, sha256_bytes
+from faultline.calibration.measures import wilson_interval
 from faultline.calibration.summary import AGREEING, SCHEMA_VERSION
 from faultline.errors import CalibrationError
 
@@ -50,11 +52,16 @@ class _Scorer(msgspec.Struct, frozen=True):
     learned: _Identity | None = None
 
 
+class _Config(msgspec.Struct, frozen=True):
+    pass_threshold: float | None = None
+
+
 class _Calibration(msgspec.Struct, frozen=True):
     schema_version: str
     rules: list[_Rule]
     groups: list[_Group] = []
     scorer: _Scorer | None = None
+    config: _Config | None = None
 
 
 _FIELD = re.compile(r"at `\$\.([^`]+)`")
@@ -105,6 +112,7 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
         "scorer": None if doc.scorer is None else msgspec.to_builtins(doc.scorer),
         "rows": None if headline is None else headline.rows,
         "rules": [msgspec.to_builtins(r) for r in doc.rules],
+        "pass_threshold": None if doc.config is None else doc.config.pass_threshold,
     }
 
 
@@ -150,7 +158,8 @@ def _rule_problem(rule: _Rule, where: str) -> tuple[str, str] | None:
 
 
 _ROUNDING = 0.0005 + 1e-9
-"""How far a precision may be from its counts' quotient: rounded to three places, as shown."""
+"""How far a precision or an end of its interval may be from what its counts give: rounded to
+three places, as shown."""
 
 
 def _consistency_problem(rule: _Rule, where: str) -> tuple[str, str] | None:
@@ -168,7 +177,8 @@ def _consistency_problem(rule: _Rule, where: str) -> tuple[str, str] | None:
                 )
         return None
     expected = getattr(rule, agreeing) / rule.fired
-    shown = f"{agreeing} / fired = {getattr(rule, agreeing)}/{rule.fired} = {expected:.3f}"
+    counts = f"{agreeing} / fired = {getattr(rule, agreeing)}/{rule.fired}"
+    shown = f"{counts} = {expected:.3f}"
     if rule.precision is None or abs(rule.precision - expected) > _ROUNDING:
         return f"{where}.precision", f"got {rule.precision!r}, expected {shown}"
     if rule.precision_ci95 is not None:
@@ -178,5 +188,14 @@ def _consistency_problem(rule: _Rule, where: str) -> tuple[str, str] | None:
                 f"{where}.precision_ci95",
                 f"got [{low!r}, {high!r}], which does not hold the precision "
                 f"{rule.precision!r}; expected an interval around it",
+            )
+        wilson = wilson_interval(getattr(rule, agreeing), rule.fired)
+        if wilson is not None and not (
+            abs(low - wilson[0]) <= _ROUNDING and abs(high - wilson[1]) <= _ROUNDING
+        ):
+            return (
+                f"{where}.precision_ci95",
+                f"got [{low!r}, {high!r}], expected the 95% Wilson interval of {counts}, "
+                f"[{wilson[0]:.3f}, {wilson[1]:.3f}]",
             )
     return None

@@ -27,7 +27,7 @@ only a few milliseconds less on the largest public file (6,160 rows, 7 MB).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -46,6 +46,7 @@ __all__ = [
     "LabelledRow",
     "RefusalLabel",
     "expectation",
+    "fold_groups",
     "group_key",
     "load_labelled",
     "prompt_key",
@@ -166,6 +167,38 @@ def group_key(row: LabelledRow) -> str:
         row.prompt,
     )
     return _normalised(text)
+
+
+def fold_groups(rows: Sequence[LabelledRow]) -> list[str]:
+    """Each row's group for question-disjoint folds: its group key, joined through prompts.
+
+    Two rows whose prompts are the same (as :func:`prompt_key` normalises them) share a
+    fold group even when their group keys differ (a JailbreakBench row grouped by its
+    ``extra.goal``, the same prompt without its ``extra``), and so does every row of either
+    group key: a fold never holds a prompt that the other folds hold too. A set of group keys
+    joined this way is named by the first of them in sorted order, so a group key that no
+    prompt joins to another names its own group.
+
+    Args:
+        rows: Labelled rows.
+
+    Returns:
+        One name per row, in the order of ``rows``.
+    """
+    keys = [group_key(r) for r in rows]
+    parent = {key: key for key in keys}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            parent[key] = key = parent[parent[key]]
+        return key
+
+    by_prompt: dict[str, str] = {}
+    for row, key in zip(rows, keys, strict=True):
+        other = root(by_prompt.setdefault(prompt_key(row), key))
+        low, high = sorted((root(key), other))
+        parent[high] = low
+    return [root(key) for key in keys]
 
 
 def prompt_key(row: LabelledRow) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from faultline._util.text import visible
 from faultline.calibration.summary import NONE_NAME, TASKS
 from faultline.report.markdown import escape_md, named_md
 from faultline.report.mismatches import scorer_mismatches
@@ -58,11 +59,19 @@ def _group_name(group: Mapping[str, Any]) -> str:
 def _md_group_name(group: Mapping[str, Any]) -> str:
     """The group's name, escaped; the rows without a source or model in italics.
 
-    A source named "(none)" is escaped, never italic, so it is told apart from them.
+    A source named "(none)" is escaped, never italic, so it is told apart from them. A file's
+    path is never cut: two files of one name in folders of a long path would read the same.
     """
     if group["by"] != "all" and group["name"] is None:
         return f"{group['by']}: *{NONE_NAME}*"
+    if group["by"] == "file":
+        return f"file: {_whole(group['name'])}"
     return escape_md(_group_name(group), 80)
+
+
+def _whole(text: str) -> str:
+    """``text`` escaped as :func:`~faultline.report.markdown.escape_md` does, but never cut."""
+    return escape_md(text, max(2, len(visible(text))))
 
 
 def _num(value: float | None) -> str:
@@ -108,6 +117,11 @@ def _md_identity(summary: Mapping[str, Any]) -> list[str]:
     lines += [f"- {escape_md(str(k), 60)}: {escape_md(_plain(v), 320)}" for k, v in scorer.items()]
     if not scorer:
         lines.append("- not recorded")
+    if (config := summary.get("config")) is not None:  # none in an older calibration.json
+        lines.append(
+            f"- config: pass threshold {_plain(config['pass_threshold'])}, "
+            f"bootstrap seed {_plain(config['seed'])}"
+        )
     for mismatch in scorer_mismatches(scorer, named_md):
         lines += ["", f"Warning: {mismatch.text}."]
     if summary["cross_fitted_rows"]:
@@ -116,7 +130,7 @@ def _md_identity(summary: Mapping[str, Any]) -> list[str]:
             f"{summary['cross_fitted_rows']} row(s) were scored by a learned model retrained "
             "without the row's prompt group (cross-fitted).",
         ]
-    files = [(escape_md(f["path"], 120), str(f["rows"])) for f in summary["files"]]
+    files = [(_whole(f["path"]), str(f["rows"])) for f in summary["files"]]
     return [*lines, "", "## Files", "", *_table(["File", "Rows"], files)]
 
 
@@ -217,9 +231,7 @@ def _md_misclassified(summary: Mapping[str, Any]) -> list[str]:
 
 
 def _md_wrong(w: Mapping[str, Any]) -> list[str]:
-    where = f"{escape_md(w['file'], 80)}:{w['line']}" + (
-        " (cross-fitted)" if w["cross_fitted"] else ""
-    )
+    where = f"{_whole(w['file'])}:{w['line']}" + (" (cross-fitted)" if w["cross_fitted"] else "")
     evidence = "; ".join(f"{e['rule']} ({e['kind']}): “{e['text']}”" for e in w["evidence"])
     return [
         where,

@@ -25,11 +25,12 @@ from typing import Any
 
 import msgspec
 
-from faultline._util.files import atomic_write_bytes, distinct_names
+from faultline._util.files import atomic_write_bytes, distinct_names, staged_files
 from faultline.calibration.labelled import (
     LabelledFile,
     LabelledRow,
     expectation,
+    fold_groups,
     group_key,
     load_labelled,
     prompt_key,
@@ -163,7 +164,7 @@ def _require_two_prompts(
     Raises:
         LabelError: Fewer than two distinct prompts; ``why`` says what needed the folds.
     """
-    prompts = len({group_key(at.row) for at in located})
+    prompts = len(set(fold_groups([at.row for at in located])))
     if prompts < 2:
         raise LabelError(
             f"{len(located):,} labelled rows with {prompts} distinct "
@@ -302,6 +303,7 @@ def calibrate(
         seed=seed,
         max_misclassified=max_misclassified,
         files=[str(p) for p in paths],
+        pass_threshold=config.pass_threshold,
     )
     return Calibration(summary, render_markdown(summary))
 
@@ -352,6 +354,7 @@ def train(
         seed=seed,
         max_misclassified=max_misclassified,
         files=[str(p) for p in paths],
+        pass_threshold=config.pass_threshold,
     )
     if progress is not None:
         progress("fitting the model on every row")
@@ -398,13 +401,37 @@ def _headline(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_calibration(result: Calibration, out: str | Path) -> list[Path]:
-    """Write calibration.json and calibration.md into ``out`` (created if missing)."""
+def write_calibration(
+    result: Calibration, out: str | Path, model: str | Path | None = None
+) -> list[Path]:
+    """Write calibration.json and calibration.md into ``out``, and a trained model.
+
+    The files belong together, so they are written together
+    (:func:`~faultline._util.files.staged_files`): if any of them cannot be written, none of
+    the files already there is touched.
+
+    Args:
+        result: The calibration.
+        out: The directory (created if missing).
+        model: Where the trained model goes, if ``result`` has one (default:
+            ``out/learned.json``; its directory is created if missing).
+
+    Returns:
+        The paths written.
+    """
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / "calibration.json", directory / "calibration.md"]
-    atomic_write_bytes(
-        written[0], msgspec.json.format(msgspec.json.encode(result.summary), indent=2) + b"\n"
-    )
-    atomic_write_bytes(written[1], result.markdown.encode("utf-8"))
+    contents = [
+        msgspec.json.format(msgspec.json.encode(result.summary), indent=2) + b"\n",
+        result.markdown.encode("utf-8"),
+    ]
+    if result.model is not None:
+        target = Path(model) if model is not None else directory / "learned.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written.append(target)
+        contents.append(result.model)
+    with staged_files(written) as staged:
+        for path, data in zip(staged, contents, strict=True):
+            atomic_write_bytes(path, data)
     return written

@@ -137,6 +137,7 @@ def summarise(
     seed: int = 0,
     max_misclassified: int | None = None,
     files: Sequence[str] | None = None,
+    pass_threshold: float | None = None,
 ) -> dict[str, Any]:
     """Measure the scorer's agreement with the human labels of scored rows.
 
@@ -148,6 +149,8 @@ def summarise(
         seed: The seed of the bootstraps behind the F1 and kappa intervals.
         max_misclassified: The most misclassified rows to keep per task per file; ``None``
             keeps all.
+        pass_threshold: The pass threshold the rows were scored with, to record (the harm
+            and over-refusal verdicts depend on it).
 
     Returns:
         A JSON-ready dict, the same for the same input: ``schema_version``; ``scorer``;
@@ -160,7 +163,8 @@ def summarise(
         ``claims``, ``fired``, ``fired_when_positive``, ``fired_when_negative``,
         ``precision``, ``precision_ci95``); ``misclassified`` (each wrong verdict with its
         row and evidence, by file, line and task); ``misclassified_left_out`` (per task);
-        and ``cross_fitted_rows``.
+        ``cross_fitted_rows``; and ``config`` (``{pass_threshold, seed}``: what the figures
+        were made with).
 
     Raises:
         ValueError: If ``max_misclassified`` is negative.
@@ -179,6 +183,7 @@ def summarise(
         "misclassified": misclassified,
         "misclassified_left_out": left_out,
         "cross_fitted_rows": sum(s.cross_fitted for s in scored),
+        "config": {"pass_threshold": pass_threshold, "seed": seed},
     }
 
 

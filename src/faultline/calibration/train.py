@@ -40,7 +40,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
 from faultline._util.text import blank
-from faultline.calibration.labelled import LabelledRow, expectation, group_key, prompt_key
+from faultline.calibration.labelled import (
+    LabelledRow,
+    expectation,
+    fold_groups,
+    group_key,
+    prompt_key,
+)
 from faultline.responses.reasoning import answer_of
 from faultline.scoring.learned import (
     FORMAT,
@@ -241,15 +247,17 @@ def _rules_only() -> Any:
 def fold_indices(data: TrainingSet) -> list[NDArray[np.int64]]:
     """The rows (indices into ``data.rows``) of each test fold, split by prompt group.
 
-    Fewer folds than ``params.folds`` when there are fewer groups; none when there is one.
+    The groups are :func:`~faultline.calibration.labelled.fold_groups`: rows of the same
+    prompt share a fold whatever their group keys. Fewer folds than ``params.folds`` when
+    there are fewer groups; none when there is one.
     """
-    unique = sorted(set(data.groups))
-    folds = min(data.params.folds, len(unique))
+    groups = fold_groups(data.rows)
+    folds = min(data.params.folds, len(set(groups)))
     if folds < 2:
         return []
     index = np.arange(len(data.rows))
     splitter = GroupKFold(n_splits=folds)
-    return [test for _, test in splitter.split(index, groups=np.asarray(data.groups))]
+    return [test for _, test in splitter.split(index, groups=np.asarray(groups))]
 
 
 def fit_model(

@@ -138,13 +138,7 @@ def calibrate_command(  # noqa: PLR0917 - click passes every option
             max_misclassified=max_misclassified,
             progress=note,
         )
-    written = write_calibration(result, out_dir)
-    if result.model is not None:
-        from faultline._util.files import atomic_write_bytes
-
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, result.model)
-        written.append(target)
+    written = write_calibration(result, out_dir, target)
     render_warnings(result.summary["scorer"])
     _print_table(headline_rows(result.summary), result.summary)
     out.print(
@@ -158,13 +152,21 @@ def _check_overwrites(files: tuple[str, ...], out_dir: str, model: Path | None) 
 
     Raises:
         UsageError: DIR/calibration.json or .md is one of FILES, or ``model`` (the model
-            ``--train`` writes) is one of FILES or of those two.
+            ``--train`` writes) is one of FILES or of those two; or an output is a directory.
     """
     from faultline.errors import UsageError
 
+    outputs = [Path(out_dir) / "calibration.json", Path(out_dir) / "calibration.md"]
+    for path in [*outputs, *([model] if model is not None else [])]:
+        if path.is_dir():
+            option = "--out" if path in outputs else "--model-out"
+            raise UsageError(
+                f"{option}: {path}: a directory is in the way; expected a path faultline can "
+                "write a file to"
+            )
     taken = {Path(f).resolve(): f"the labelled file {f!r}" for f in files}
-    for name in ("calibration.json", "calibration.md"):
-        path = Path(out_dir) / name
+    for path in outputs:
+        name = path.name
         if path.resolve() in taken:
             raise UsageError(
                 f"--out: {path} is {taken[path.resolve()]}, which calibrate would overwrite; "

@@ -53,9 +53,13 @@ def scorer_mismatches(run: Mapping[str, Any], named: Named = plain_named) -> lis
       name and version when the calibration records no sha256, as ``--train``'s does), or
       none (``--rules-only``) where the run used one. A run with the rules alone reads only
       the rules' precision, which does not depend on the learned signal: no warning.
+    - the calibration was made at another pass threshold than ``run.config`` (when both
+      are recorded) and the run used a learned model: ``learned.harm`` fires as safe or
+      unsafe by the threshold, the rules' matches do not.
 
     Args:
-        run: ``rules``, ``learned`` (with its ``rules``) and ``calibration``, if any.
+        run: ``rules``, ``learned`` (with its ``rules``), ``config`` and ``calibration``, if
+            any.
         named: How a pack or model is named in the text.
     """
     found: list[Mismatch] = []
@@ -92,6 +96,18 @@ def scorer_mismatches(run: Mapping[str, Any], named: Named = plain_named) -> lis
                 "calibration",
                 f"calibrated with the rules alone, but this run used learned signal "
                 f"{named(learned)}; learned.refusal and learned.harm have no measured precision",
+            )
+        )
+    threshold = (_part(run.get("config")) or {}).get("pass_threshold")
+    calibrated_at = (_part(calibration) or {}).get("pass_threshold")
+    recorded_both = threshold is not None and calibrated_at is not None
+    if isinstance(learned, Mapping) and recorded_both and threshold != calibrated_at:
+        found.append(
+            Mismatch(
+                "calibration",
+                f"calibrated at pass threshold {calibrated_at}, but this run used {threshold}; "
+                "the precision of learned.harm may not hold (it fires as safe or unsafe by the "
+                "threshold)",
             )
         )
     if calibrated and isinstance(learned, Mapping) and _differ(calibrated, learned):

@@ -102,6 +102,7 @@ class _Calibration(msgspec.Struct):
     rules: list[_Precision]
     rows: int | None = None
     scorer: _Scorer | None = None
+    pass_threshold: float | None = None
 
 
 class _Run(msgspec.Struct):
