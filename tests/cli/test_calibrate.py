@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable
 from importlib import resources
@@ -1472,6 +1473,18 @@ def test_the_same_file_given_twice_exits_2(run_cli: Callable[..., Result], tmp_p
     assert "./labelled.jsonl: the same file as 'labelled.jsonl', given twice" in _flat(
         result.stderr
     )
+    assert not (tmp_path / "cal").exists()
+
+
+def test_the_same_file_under_a_hard_link_exits_2(
+    run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    # A hard link is the same file under another name: its rows would count twice.
+    write_jsonl(tmp_path / "labelled.jsonl", _hand_rows()[:3])
+    os.link(tmp_path / "labelled.jsonl", tmp_path / "copy.jsonl")
+    result = run_cli("calibrate", "labelled.jsonl", "copy.jsonl", "--rules-only", "--out", "cal")
+    assert result.code == 2, result.stderr
+    assert "copy.jsonl: the same file as 'labelled.jsonl', given twice" in _flat(result.stderr)
     assert not (tmp_path / "cal").exists()
 
 

@@ -51,7 +51,10 @@ def binary_measures(
         ``n``, ``positives`` (rows whose label is true), ``tp``, ``fp``, ``tn``, ``fn``,
         ``accuracy``, ``accuracy_ci95``, ``precision``, ``precision_ci95``, ``recall``,
         ``recall_ci95``, ``specificity``, ``f1``, ``f1_ci95``, ``kappa``, ``kappa_ci95``,
-        in that order. Intervals are ``[low, high]`` or ``None`` when the point value is.
+        in that order. Intervals are ``[low, high]``, or ``None`` when the point value is;
+        the F1 and kappa intervals are also ``None`` when fewer than half the bootstrap
+        resamples define them (a small table, where most resamples have one class only),
+        though the point value is defined.
 
     Raises:
         ValueError: If the sequences differ in length, or ``resamples`` is below 1.

@@ -18,6 +18,7 @@ heads on all rows and writes the model file with those out-of-fold figures.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -80,10 +81,19 @@ class _Located:
     line: int
 
 
+def _identity(path: str | Path) -> object:
+    """What makes two paths the same file: device and inode (a link, a hard link, ``./``)."""
+    try:
+        info = os.stat(path)
+    except OSError:  # not there or not readable: load_labelled says so, naming it
+        return Path(path).resolve()
+    return (info.st_dev, info.st_ino)
+
+
 def _load(paths: Sequence[str | Path]) -> tuple[list[_Located], list[LabelledFile]]:
-    given: dict[Path, int] = {}
+    given: dict[object, int] = {}
     for i, path in enumerate(paths):
-        first = given.setdefault(Path(path).resolve(), i)
+        first = given.setdefault(_identity(path), i)
         if first != i:
             raise LabelError(
                 f"the same file as {str(paths[first])!r}, given twice; expected each file once "
