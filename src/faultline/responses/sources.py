@@ -222,7 +222,7 @@ def _directory_files(root: Path) -> list[Path]:
             dirs.clear()
             continue
         seen.add((info.st_dev, info.st_ino))
-        found += [Path(top, name) for name in names if _accepted(name) and name[0] != "."]
+        found += [Path(top, name) for name in names if _accepted(name) and not name.startswith(".")]
     return sorted(found, key=lambda p: p.relative_to(root).parts)
 
 
