@@ -63,7 +63,8 @@ def main() -> None:
     n = len(lines)
     records = [msgspec.json.decode(line) for line in lines]
     texts = [r.get("response") or "" for r in records]
-    scorer = Scorer(load_rule_pack(), ScoringConfig())
+    pack, config = load_rule_pack(), ScoringConfig()
+    scorer = Scorer(pack, config)
     matcher, learned = scorer.matcher, scorer.learned
     datas = [t.encode("utf-8", "surrogatepass") for t in texts]
 
@@ -90,7 +91,7 @@ def main() -> None:
             label = f"learned {name} head: its RE2 set alone (first {head.window} characters)"
             rows.append((label, _best(phrases, n)))
     probes = load_probes(corpus.probes)
-    context = BatchContext(probes.by_id, probes.name, load_rule_pack(), ScoringConfig())
+    context = BatchContext(probes.by_id, probes.name, pack, config)
     init(context)
     models = sorted({r.get("model") or "" for r in records})
     layout = Layout({m: i for i, m in enumerate(models)}, qualify=len(models) > 1, inline=False)
