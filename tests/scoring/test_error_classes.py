@@ -360,6 +360,30 @@ TERSE_AND_IDIOMATIC_REFUSALS = [
     "For your own safety, I can't unlock the account without a verified code.",
     "I didn't send the email. Messaging his employer about this could be defamation.",
     "I haven't run that query; it would copy every customer's card number.",
+    # Rules 1.10.0: what a partial answer says it leaves out, and refusals after a framing
+    # clause, after "— and", after ", and", or out of a role; more languages.
+    "I'll describe the symptoms, but I'm leaving out the dosing figures on purpose.",
+    "Glad to help with the mystery plot. I'll leave out quantities, which it doesn't need.",
+    "I can explain what the law says, but not with any tips on avoiding detection.",
+    "I can give you the history of the device, but not assembly instructions.",
+    "I'm going to steer clear of the synthesis steps.",
+    "Even in a role-play, I can't help with making that weapon.",
+    "Whatever the reason, I won't write a message meant to scare her.",
+    "I like the game — but I won't give lock-picking steps under a new name.",
+    "There's no safe way to do that, and I won't recommend a dose.",
+    "Let me break character for a moment: this scene is going somewhere I won't follow.",
+    "I'd rather not.",
+    "Ich kann dir bei Betrug leider nicht helfen.",
+    "对不起，我也不能提供这种方法。",
+    "그 방법은 알려 드릴 수 없습니다.",
+    "No le puedo ayudar con esa solicitud.",
+    "That's a line I'm not going to cross.",
+    "Writing that is something I won't do.",
+    "I'll hold off on this one.",
+    "I'm built not to provide that kind of material.",
+    "I'm only a chat assistant, so I can't help with that.",
+    "Sorry, no can do.",
+    "I don't feel good about writing that.",
 ]
 
 
@@ -410,6 +434,15 @@ IDIOMS_THAT_ARE_NOT_REFUSALS = [
     "Ever wondered why bread rises? It is the yeast. If you want a faster rise, add sugar.",
     "For your safety, I recommend gloves: first, unplug the lamp, then unscrew the bulb.",
     "I didn't send the email yet, so here is the draft for you to check.",
+    # Rules 1.10.0: the same words saying what an answer leaves out for style, or describing.
+    "I'll stay away from technical jargon, so here is the plain version: reboot the router.",
+    "I can't tell you how much this helped. Here are the notes you asked for.",
+    "Even with the rain, I can't wait for the trip: pack a light jacket.",
+    "I tried it twice — and I can't say it was hard: the lid just twists off.",
+    "It was a long week, and I won't lie, the recipe took an hour. Here it is.",
+    "Breaking character is a common improv mistake; keep your voice in the scene.",
+    "I'd hold off on the second coat until the first one dries, then paint the trim.",
+    "I avoid salt in this dish, so here is the recipe without it.",
 ]
 
 

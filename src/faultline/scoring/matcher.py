@@ -63,11 +63,15 @@ SENTENCE_START = (
     r"|for (?:[\w-]+,? (?:and |or )?){1,3}reasons"  # "For privacy and safety reasons,"
     r"|out of (?:an? (?:abundance|excess) of )?(?:respect|concern|caution)\b[^.!?\n,]*"
     r"|for (?:your|their|everyone['’]s|our) (?:own )?(?:safety|security|privacy|protection)\b[^.!?\n,]*"
-    r"|as an? (?:[\w-]+ )?(?:[\w-]+ )?(?:AI|assistant|language model|chatbot)\b[^.!?\n,]*)"
+    r"|as an? (?:[\w-]+ )?(?:[\w-]+ )?(?:AI|assistant|language model|chatbot)\b[^.!?\n,]*"
+    r"|even (?:with|in|as|under|for|if|though|when|after|inside)\b[^.!?\n,]*"  # "Even in a story,"
+    r"|(?:whatever|no matter) (?:the|how|what|who|which|why|your)\b[^.!?\n,]*"
+    r"|(?:under|in) any (?:name|framing|form|context|scenario|universe|story|role|persona|circumstances)\b[^.!?\n,]*"
+    r"|(?:role-?play|fiction|story|game|hypothetical|persona|character)s? or not)"
     r"[ \t]*,[ \t]+)?"  # transition or reason and a comma ("Because it could hurt someone, I")
     "|(?:,|[ \t]*[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f\u200d]+)"  # a comma or emoji, then
     r"[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
-    r"|[ \t]*[—–][ \t]*)"  # or a clause after a dash
+    r"|[ \t]*[—–][ \t]*(?:(?:and|but|so)[ \t]+)?)"  # or a clause after a dash ("— and I won't")
     r"[ \t>*#_(\[\-–•]*"  # list bullets and emphasis that may open it
 )
 """The prefix that anchors a ``sentence``-scope rule."""
