@@ -950,3 +950,28 @@ def test_a_system_prompt_that_cannot_be_sent_exits_2_before_any_request(
     _no_traceback(result)
     assert not fake_api.log
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("model", "words"),
+    [
+        ('{"format": "faultline-linear/2"}', "model.json"),
+        (None, "model.json: no such file"),
+    ],
+    ids=["malformed", "missing"],
+)
+@pytest.mark.usefixtures("small_files")
+def test_a_bad_learned_model_exits_2_before_any_request(
+    tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, model: str | None, words: str
+) -> None:
+    # The model was first read to score the answers: every probe had been sent (and paid
+    # for) when the run stopped with exit 2.
+    if model is not None:
+        (tmp_path / "model.json").write_text(model, encoding="utf-8")
+    args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--learned", "model.json")
+    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert result.code == 2, result.stdout + result.stderr
+    assert words in result.stderr
+    _no_traceback(result)
+    assert not fake_api.log
+    assert not (tmp_path / "out").exists()

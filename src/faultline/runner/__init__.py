@@ -51,6 +51,7 @@ from faultline.runner.journal import (
 )
 from faultline.runner.lock import LOCK_NAME, run_lock
 from faultline.scoring.case import ScoringConfig
+from faultline.scoring.learned import load_learned
 from faultline.scoring.rules import RulePack, load_rule_pack
 from faultline.targets import GenerationParams, Request, Target, TargetOptions, open_target
 from faultline.targets.base import answer_identity
@@ -116,6 +117,18 @@ def build_requests(
     ]
 
 
+def _scoring_inputs(rules: str | Path | RulePack, config: ScoringConfig | None) -> RulePack:
+    """The rule pack, loaded, and the learned model, checked (and cached for scoring).
+
+    A bad model stops the run before any request is sent, not after every answer is in.
+    """
+    pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
+    learned = (config or ScoringConfig()).learned
+    if learned is not None:
+        load_learned(learned)
+    return pack
+
+
 def run_probes(
     probes: str | Path | ProbeSet,
     target: str | Target,
@@ -167,13 +180,13 @@ def run_probes(
         TargetError: The target rejected the run (a bad key, an unknown model).
         RecordingError: A file of ``out`` could not be written (a full disk): what was
             recorded is kept, and ``resume`` continues.
-        InputError: A probe set or rule pack is malformed, the journal in ``out`` is
-            damaged or cannot be written, or ``cache`` holds a file that is not a response
-            cache (refused before anything is made in ``out``).
+        InputError: A probe set, rule pack or learned model is malformed, the journal in
+            ``out`` is damaged or cannot be written, or ``cache`` holds a file that is not a
+            response cache (refused before anything is made in ``out``).
         KeyboardInterrupt: Interrupted; what was recorded stays for ``--resume``.
     """
     probe_set = probes if isinstance(probes, ProbeSet) else load_probes(probes)
-    pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
+    pack = _scoring_inputs(rules, config)
     params = params or GenerationParams()
     runner = runner or RunnerConfig(seed=seed)
     if runner.seed is None:
