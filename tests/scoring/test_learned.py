@@ -196,6 +196,19 @@ def test_a_model_that_is_not_json_or_not_there(tmp_path: Path) -> None:
         load_learned(tmp_path / "missing.json")
 
 
+def test_a_model_too_large_for_re2_is_an_error_naming_the_head(tmp_path: Path) -> None:
+    # RE2 cannot compile this many long phrases into one set: the re2 error escaped as a
+    # traceback (exit 4) instead of an error naming the file and the phrases.
+    phrases = [" ".join(f"{chr(97 + i % 26)}{i:038d}x{k}" for k in range(8)) for i in range(10_000)]
+    doc = _model(harm__ngram_max=8, harm__phrases=phrases, harm__weights=[0.0] * len(phrases))
+    path = _write(tmp_path, doc)
+    with pytest.raises(LearnedError) as caught:
+        load_learned(path)
+    assert caught.value.path == str(path)
+    assert caught.value.field == "harm.phrases"
+    assert "10,000 phrases" in str(caught.value)
+
+
 def test_the_shipped_model_is_valid_and_records_its_training() -> None:
     model = load_learned("default")
     assert model.name == "default"

@@ -333,8 +333,8 @@ class LearnedModel:
         self.version = spec.version
         self.sha256 = sha256
         self.source = source
-        self.refusal = CompiledHead(spec.refusal, REFUSAL_FEATURES)
-        self.harm = CompiledHead(spec.harm, HARM_FEATURES)
+        self.refusal = _compiled(spec.refusal, "refusal", REFUSAL_FEATURES, source)
+        self.harm = _compiled(spec.harm, "harm", HARM_FEATURES, source)
         self.groups = frozenset(spec.trained.get("groups", ()))
         self.prompts = frozenset(spec.trained.get("prompts", ()))
 
@@ -361,6 +361,23 @@ class LearnedModel:
         """The harm head's log-odds for a response, and the phrases it found."""
         present = self.harm.present(text)
         return self.harm.logit(present, (rules_feature(rules_logit),)), present
+
+
+def _compiled(head: HeadSpec, name: str, features: Sequence[str], source: str) -> CompiledHead:
+    """``head`` compiled; a set too large for RE2's memory budget is the model's error.
+
+    Raises:
+        LearnedError: RE2 cannot compile the head's phrases into one set.
+    """
+    try:
+        return CompiledHead(head, features)
+    except re2.error:
+        raise LearnedError(
+            f"{len(head.phrases):,} phrases are too many or too long for RE2 to compile into "
+            "one set; expected a smaller head (the shipped model has 800 and 2,000 phrases)",
+            path=source,
+            field=f"{name}.phrases",
+        ) from None
 
 
 def builtin_models() -> list[str]:
