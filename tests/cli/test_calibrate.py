@@ -907,6 +907,27 @@ def test_score_with_a_non_calibration_json_exits_2(
 
 
 @pytest.mark.parametrize(
+    "option", ["--learned", "--calibration"], ids=["score-learned", "score-calibration"]
+)
+def test_a_json_syntax_error_names_the_line(
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    scoring_files: tuple[str, str],
+    option: str,
+) -> None:
+    # The message gave a byte offset ("invalid character (byte 60)"), not the line: no help
+    # in a model file of 7,000 lines edited by hand.
+    text = '{\n "name": "hand-edited",\n\n "version": NaN\n}\n'
+    (tmp_path / "broken.json").write_text(text, encoding="utf-8")
+    probes, responses = scoring_files
+    result = run_cli("score", "-p", probes, "-r", responses, "-o", "out", option, "broken.json")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "broken.json:4: not valid JSON" in _flat(result.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ("calibrate", "missing.jsonl", "--rules-only"),

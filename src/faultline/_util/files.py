@@ -7,6 +7,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ __all__ = [
     "atomic_writer",
     "check_writable_dir",
     "distinct_names",
+    "json_error_line",
     "jsonl_objects",
     "missing_dirs",
     "open_for_reading",
@@ -220,6 +222,19 @@ def read_text_and_bytes(path: Path, error: type[InputError]) -> tuple[str, bytes
         line = data.count(b"\n", 0, exc.start) + 1
         raise error(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
     return text.removeprefix("\ufeff"), data
+
+
+_AT_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def json_error_line(exc: Exception, data: bytes) -> int | None:
+    """The 1-based line of ``data`` where msgspec found it malformed, if its error says.
+
+    msgspec gives a byte offset (``invalid character (byte 1234)``); a person editing the
+    file needs the line.
+    """
+    found = _AT_BYTE.search(str(exc))
+    return None if found is None else data.count(b"\n", 0, int(found.group(1))) + 1
 
 
 def malformed_line(

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, read_text_and_bytes, sha256_bytes
+from faultline._util.files import TOO_DEEP, json_error_line, read_text_and_bytes, sha256_bytes
 from faultline.calibration.measures import wilson_interval
 from faultline.calibration.summary import AGREEING, SCHEMA_VERSION
 from faultline.errors import CalibrationError
@@ -91,7 +91,8 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
             field=field,
         ) from None
     except msgspec.DecodeError as exc:
-        raise CalibrationError(f"not valid JSON ({exc})", path=path) from None
+        line = json_error_line(exc, text.encode("utf-8"))
+        raise CalibrationError(f"not valid JSON ({exc})", path=path, line=line) from None
     except RecursionError:
         raise CalibrationError(TOO_DEEP, path=path) from None
     if doc.schema_version != SCHEMA_VERSION:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 import re2
 
-from faultline._util.files import TOO_DEEP, read_text_file, sha256_bytes
+from faultline._util.files import TOO_DEEP, json_error_line, read_text_file, sha256_bytes
 from faultline._util.text import describe_value
 from faultline.errors import LearnedError
 from faultline.scoring.matcher import SetMatch, Span, compile_set, re2_options, span_finder
@@ -431,7 +431,8 @@ def parse_model(data: bytes, source: str) -> ModelSpec:
             field=field,
         ) from None
     except msgspec.DecodeError as exc:
-        raise LearnedError(f"not valid JSON ({exc})", path=source) from None
+        line = json_error_line(exc, data)
+        raise LearnedError(f"not valid JSON ({exc})", path=source, line=line) from None
     except RecursionError:
         raise LearnedError(TOO_DEEP, path=source) from None
     if spec.format != FORMAT:
