@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -207,6 +208,19 @@ def test_a_model_too_large_for_re2_is_an_error_naming_the_head(tmp_path: Path) -
     assert caught.value.path == str(path)
     assert caught.value.field == "harm.phrases"
     assert "10,000 phrases" in str(caught.value)
+
+
+def test_a_model_file_changed_on_disk_is_read_again(tmp_path: Path) -> None:
+    # Loading was cached by path alone: a model retrained in place (calibrate --train
+    # --model-out m.json) went on scoring as the old one in the same process, and the
+    # report recorded the old file's sha256.
+    path = _write(tmp_path, _model(name="first"))
+    assert load_learned(path).name == "first"
+    _write(tmp_path, _model(name="retrained"))
+    reloaded = load_learned(path)
+    assert reloaded.name == "retrained"
+    assert reloaded.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert load_learned(path) is reloaded  # unchanged, it is not read again
 
 
 def test_the_shipped_model_is_valid_and_records_its_training() -> None:

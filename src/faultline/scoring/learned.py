@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -389,16 +390,23 @@ def builtin_models() -> list[str]:
 def load_learned(name_or_path: str | Path) -> LearnedModel:
     """Load and validate a learned-signal model: a built-in name (``default``) or a JSON file.
 
-    Loading is cached per name or path; nothing is fetched from the network.
+    Loading is cached per name or path, and a file's size and modification time: a model
+    retrained in place is read again. Nothing is fetched from the network.
 
     Raises:
         LearnedError: The file is missing, is not valid JSON, or a field is wrong.
     """
-    return _load(str(name_or_path))
+    try:
+        found = os.stat(name_or_path)
+        stamp: tuple[int, int] | None = (found.st_size, found.st_mtime_ns)
+    except (OSError, ValueError):  # a built-in name, or no file: _load says which
+        stamp = None
+    return _load(str(name_or_path), stamp)
 
 
 @functools.lru_cache(maxsize=8)
-def _load(name_or_path: str) -> LearnedModel:
+def _load(name_or_path: str, stamp: tuple[int, int] | None) -> LearnedModel:  # noqa: ARG001
+    """The model at ``name_or_path``; ``stamp`` (size, mtime) only keys the cache."""
     if name_or_path in builtin_models():
         resource = resources.files("faultline.scoring") / "models" / f"{name_or_path}.json"
         data = resource.read_bytes()
