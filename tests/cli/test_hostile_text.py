@@ -215,3 +215,36 @@ def test_spaces_in_a_quoted_value_cannot_forge_lines_of_notes_or_errors(
     assert FORGED_GATE in refused.stderr
     assert _lines_starting(refused.stderr, "gate") == []
     assert len(refused.stderr.splitlines()) == 1
+
+
+def test_line_breaks_in_a_model_name_cannot_forge_or_hide_the_mismatch_warning(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    # The warning that a model was trained with other rules printed the model's name with its
+    # line breaks: a carriage return printed the rest over "Warning: …", a line feed started
+    # a line of the model file's own choosing.
+    model = json.loads(
+        (Path(__file__).parents[2] / "src/faultline/scoring/models/default.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    model["name"] = "m\rAll parts match.\nfaultline score: fine"
+    model["rules"]["name"] = "other\r\npack"
+    model["rules"]["sha256"] = "0" * 64
+    (tmp_path / "m.json").write_text(json.dumps(model), encoding="utf-8")
+    probes = [{"id": "a", "category": "misc", "severity": "low", "task": "t", "input": "i"}]
+    (tmp_path / "p.jsonl").write_text(json.dumps(probes[0]) + "\n", encoding="utf-8")
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"probe_id": "a", "response": REFUSAL}) + "\n", encoding="utf-8"
+    )
+    result = run_cli(
+        "score", "-p", "p.jsonl", "-r", "r.jsonl", "-o", "out", "--learned", "m.json", env=WIDE
+    )
+    assert result.code == 0, result.stderr
+    _plain(result)
+    assert "\r" not in result.stderr
+    warnings = _lines_starting(result.stderr, "Warning:")
+    assert len(warnings) == 1, result.stderr
+    assert "m\\x0dAll parts match.\\x0afaultline score: fine" in warnings[0]
+    assert "other\\x0d\\x0apack" in warnings[0]
+    assert not _lines_starting(result.stderr, "faultline score")

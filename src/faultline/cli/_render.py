@@ -30,9 +30,12 @@ def render_warnings(scorer: dict[str, Any]) -> None:
         scorer: A report's ``run``, or a calibration's ``scorer`` (the same keys); see
             :func:`~faultline.report.mismatches.scorer_mismatches`.
     """
-    from faultline.report.mismatches import scorer_mismatches
+    from faultline.report.mismatches import plain_named, scorer_mismatches
 
-    for mismatch in scorer_mismatches(scorer):
+    def named(part: Any) -> str:  # a name from a file: its line breaks cannot start a line
+        return visible(plain_named(part), one_line=True)
+
+    for mismatch in scorer_mismatches(scorer, named):
         err.print(Text.assemble(("Warning: ", "yellow"), shown(f"{mismatch.text}.")))
 
 
