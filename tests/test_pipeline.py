@@ -156,3 +156,16 @@ def test_files_named_in_bytes_that_are_not_utf8_are_named_in_the_report(
             name,
         )
         assert run["target"]["spec"] == f"replay:{name}"
+
+
+@pytest.mark.parametrize("blank", [b"\x0c", b"\x0b", b" \x0c\t"])
+def test_a_line_python_reads_as_blank_is_blank_to_the_model_scan_too(
+    tmp_path: Path, blank: bytes
+) -> None:
+    probes, responses = _write_run(tmp_path, 80, ["m1", "m2"])
+    lines = responses.read_bytes().splitlines(keepends=True)
+    responses.write_bytes(b"".join([*lines[:40], blank + b"\n", *lines[40:]]))
+    assert _pipeline_report(probes, responses, workers=1) == _object_api_report(probes, responses)
+    # Its records count toward the limit: 80 cases are more than 79.
+    score_files(probes, responses, tmp_path / "out", cases_inline_max=79, **FIXED)
+    assert (tmp_path / "out" / "cases.parquet").exists()
