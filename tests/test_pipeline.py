@@ -156,3 +156,63 @@ def test_files_named_in_bytes_that_are_not_utf8_are_named_in_the_report(
             name,
         )
         assert run["target"]["spec"] == f"replay:{name}"
+
+
+@pytest.mark.parametrize("blank", [b"\x0c", b"\x0b", b" \x0c\t"])
+def test_a_line_python_reads_as_blank_is_blank_to_the_model_scan_too(
+    tmp_path: Path, blank: bytes
+) -> None:
+    probes, responses = _write_run(tmp_path, 80, ["m1", "m2"])
+    lines = responses.read_bytes().splitlines(keepends=True)
+    responses.write_bytes(b"".join([*lines[:40], blank + b"\n", *lines[40:]]))
+    assert _pipeline_report(probes, responses, workers=1) == _object_api_report(probes, responses)
+    # Its records count toward the limit: 80 cases are more than 79.
+    score_files(probes, responses, tmp_path / "out", cases_inline_max=79, **FIXED)
+    assert (tmp_path / "out" / "cases.parquet").exists()
+
+
+def _grow_while_scored(responses: Path, row: dict[str, object]) -> Any:
+    """A progress callback that appends ``row`` to ``responses`` once scoring has begun."""
+    added: list[bool] = []
+
+    def grow(stage: str, done: int, total: int) -> None:
+        if stage == "score" and not added:
+            added.append(True)
+            with responses.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+
+    return grow
+
+
+@pytest.mark.parametrize("cases_inline_max", [50_000, 0])
+def test_an_answer_of_a_new_model_written_while_the_file_is_scored_is_bad_input(
+    tmp_path: Path, cases_inline_max: int
+) -> None:
+    probes, responses = _write_run(tmp_path, 600, ["m1", "m2"])
+    grow = _grow_while_scored(responses, {"probe_id": "p000", "model": "m3", "response": "a"})
+    out = tmp_path / "out"
+    with pytest.raises(ResponseError) as info:
+        score_files(
+            probes,
+            responses,
+            out,
+            piece_bytes=4096,
+            cases_inline_max=cases_inline_max,
+            on_progress=grow,
+        )
+    assert (info.value.path, info.value.line, info.value.field) == (str(responses), 601, "model")
+    assert "changed while" in str(info.value)
+    assert not out.exists()
+
+
+def test_a_file_that_grows_while_it_is_scored_is_bad_input(tmp_path: Path) -> None:
+    probes, responses = _write_run(tmp_path, 600, ["m1"])
+    row = {"probe_id": "p000", "sample": 99, "model": "m1", "response": "a"}
+    out = tmp_path / "out"
+    with pytest.raises(ResponseError) as info:
+        score_files(
+            probes, responses, out, piece_bytes=4096, on_progress=_grow_while_scored(responses, row)
+        )
+    assert info.value.path == str(responses)
+    assert "changed while" in str(info.value)
+    assert not out.exists()

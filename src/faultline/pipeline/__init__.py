@@ -18,26 +18,27 @@ import hashlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from faultline._util.files import missing_dirs
 from faultline._util.text import well_formed
-from faultline.errors import UsageError
+from faultline.errors import ResponseError, UsageError
 from faultline.metrics.aggregate import rank_as_listed, with_expected_modes
 from faultline.metrics.transforms import transform_metrics_of_counts, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, load_numeric_libraries
 from faultline.pipeline.assemble import RunAssembly
-from faultline.pipeline.batch import BatchContext, Layout
-from faultline.pipeline.engines import open_engine
+from faultline.pipeline.batch import CHANGED, BatchContext, Layout
+from faultline.pipeline.engines import Engine, open_engine
 from faultline.probes.loader import load_probes
 from faultline.probes.probeset import ProbeSet
 from faultline.report.build import run_metadata, write_report
 from faultline.report.model import Report, rule_table
 from faultline.responses.loader import CHUNK_BYTES
-from faultline.responses.sources import find_sources, iter_pieces, source_bytes
+from faultline.responses.sources import Piece, find_sources, iter_pieces, source_bytes
 from faultline.scoring.case import ScoringConfig
 from faultline.scoring.rules import RulePack, load_rule_pack
 
@@ -161,12 +162,8 @@ def score_files(
     created: list[Path] = []  # the directories of ``out`` this run made, deepest first
     runner = open_engine(engine, context, workers=n_workers, scheduler=scheduler)
     try:
-        models: set[str | None] = set()
-        records = 0
-        for found in runner.scan(iter_pieces(paths, piece_bytes, piece_rows)):
-            if found is not None:
-                models |= found[0]
-                records += found[1]
+        models, scanned = _scan(runner, iter_pieces(paths, piece_bytes, piece_rows))
+        records = scanned.total()
         names = sorted({m or "" for m in models})
         inline = out is None or records <= cases_inline_max
         if inline:
@@ -190,9 +187,11 @@ def score_files(
         done = 0
         for result in runner.score(iter_pieces(paths, piece_bytes, piece_rows, digest), layout):
             assembly.add(result, result.path)
+            scanned[result.path] -= result.n
             done += result.nbytes
             if on_progress is not None:
                 on_progress("score", done, size)
+        _check_unchanged(scanned)
     except BaseException:
         _remove(spill_dir)
         _remove_empty(created)
@@ -227,6 +226,44 @@ def score_files(
     finally:
         _remove(spill_dir)
         _remove_empty(created)
+
+
+def _scan(runner: Engine, pieces: Iterator[Piece]) -> tuple[set[str | None], Counter[Path]]:
+    """The models the pieces name, and each file's records (pieces that do not decode: none)."""
+    models: set[str | None] = set()
+    records: Counter[Path] = Counter()
+    taken: deque[Path] = deque()
+
+    def noted() -> Iterator[Piece]:
+        for piece in pieces:
+            taken.append(piece.path)
+            yield piece
+
+    for found in runner.scan(noted()):
+        path = taken.popleft()  # results come in input order
+        if found is not None:
+            models |= found[0]
+            records[path] += found[1]
+    return models, records
+
+
+def _check_unchanged(left: Counter[Path]) -> None:
+    """Raise if a file gave another number of records to scoring than to the scan.
+
+    Args:
+        left: Each file's records when scanned, less those scored.
+
+    Raises:
+        ResponseError: Naming the file.
+    """
+    path, n = next(((p, n) for p, n in left.items() if n), (None, 0))
+    if path is not None:
+        more = f"{-n} more" if n < 0 else f"{n} fewer"
+        raise ResponseError(
+            f"{CHANGED}: it gave {more} records the second time; score a copy that nothing "
+            "writes to",
+            path=path,
+        )
 
 
 def _remove_empty(directories: list[Path]) -> None:

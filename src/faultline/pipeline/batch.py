@@ -24,18 +24,20 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from faultline.errors import ResponseError
 from faultline.metrics.aggregate import MetricsAccumulator
 from faultline.observability.documents import VerdictTable
 from faultline.observability.pairs import PairStats
 from faultline.probes.model import Probe
 from faultline.report.model import count_rules
 from faultline.responses.check import check_known
+from faultline.responses.loader import ResponseBatch
 from faultline.responses.sources import Piece, decode_piece, scan_piece
 from faultline.scoring.case import CaseScore, ScoringConfig
 from faultline.scoring.rules import RulePack
 from faultline.scoring.scorer import Scorer
 
-__all__ = ["BatchContext", "BatchResult", "Layout", "init", "scan", "score_piece"]
+__all__ = ["CHANGED", "BatchContext", "BatchResult", "Layout", "init", "scan", "score_piece"]
 
 _ENCODER = msgspec.json.Encoder()
 _state: dict[str, Any] = {}
@@ -152,6 +154,7 @@ def score_piece(
     batch = decode_piece(piece)
     probes, probe_index = ctx.probes, _state["index"]
     check_known(batch.responses, probes, set_name=ctx.set_name, lines=batch.lines, path=piece.path)
+    _check_models(batch, layout)
     cases: list[CaseScore] = _state["scorer"].score_batch(
         probes, batch.responses, qualify_model=layout.qualify
     )
@@ -203,6 +206,34 @@ def score_piece(
     else:
         result.table = _arrow_cases(cases, probe, verdict, result.lines)
     return result
+
+
+CHANGED = "changed while faultline read it (once for the model names, once to score it)"
+"""Why the second read of a responses file found what the first did not."""
+
+
+def _check_models(batch: ResponseBatch, layout: Layout) -> None:
+    """Raise if a record's model was not seen when the input was scanned: the file changed.
+
+    Raises:
+        ResponseError: Naming the file and the record's line.
+    """
+    rank = layout.model_rank
+    if all((r.model or "") in rank for r in batch.responses):
+        return
+    line, model = next(
+        (line, r.model)
+        for r, line in zip(batch.responses, batch.lines, strict=True)
+        if (r.model or "") not in rank
+    )
+    named = "no model" if model is None else f"model {model!r}"
+    raise ResponseError(
+        f"gives {named}, which no responses file held when first read: it {CHANGED}; "
+        "score a copy that nothing writes to",
+        path=batch.path,
+        line=line,
+        field="model",
+    )
 
 
 def _arrow_cases(

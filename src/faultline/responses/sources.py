@@ -61,6 +61,7 @@ class _ModelOnly(msgspec.Struct):
 
 
 _MODELS = msgspec.json.Decoder(_ModelOnly)
+_UNDECODED = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,8 +430,13 @@ def scan_piece(piece: Piece) -> tuple[set[str | None], int] | None:
     if piece.data is not None:
         try:
             records = _MODELS.decode_lines(piece.data)
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
-            return None
+        except _UNDECODED:
+            # A line Python strips to nothing (a form feed) is blank to decode_chunk but not
+            # to msgspec: read the lines one by one, as decode_chunk does then.
+            try:
+                records = [_MODELS.decode(raw) for raw in piece.data.split(b"\n") if raw.strip()]
+            except _UNDECODED:
+                return None
         return {r.model for r in records}, len(records)
     from faultline.responses import _parquet
 
