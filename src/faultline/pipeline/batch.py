@@ -40,7 +40,9 @@ from faultline.scoring.scorer import Scorer
 __all__ = ["CHANGED", "BatchContext", "BatchResult", "Layout", "init", "scan", "score_piece"]
 
 _ENCODER = msgspec.json.Encoder()
-_state: dict[str, Any] = {}
+_state: dict[str, _State] = {}
+"""This process's scoring state, under one key: replaced whole, read once a piece, so that
+two runs sharing a threaded Dask worker never score a piece with each other's parts."""
 
 
 @dataclass(frozen=True)
@@ -119,13 +121,26 @@ class BatchResult:
     table: Any = None
 
 
+@dataclass(frozen=True)
+class _State:
+    context: BatchContext
+    index: dict[str, int]
+    scorer: Scorer
+
+
 def init(context: BatchContext) -> None:
     """Set the state the batch function uses in this process."""
-    _state.update(
-        context=context,
-        index={pid: i for i, pid in enumerate(context.probes)},
-        scorer=Scorer(context.pack, context.config),
+    _init(context)
+
+
+def _init(context: BatchContext) -> _State:
+    state = _State(
+        context,
+        {pid: i for i, pid in enumerate(context.probes)},
+        Scorer(context.pack, context.config),
     )
+    _state["now"] = state
+    return state
 
 
 def scan(piece: Piece) -> tuple[set[str | None], int] | None:
@@ -147,15 +162,18 @@ def score_piece(
     Raises:
         ResponseError: A record is malformed or names a probe that is not in the set.
     """
-    if context is not None and _state.get("context") is not context:
-        init(context)
-    ctx: BatchContext = _state["context"]
+    if context is None:
+        state = _state["now"]
+    else:
+        found = _state.get("now")
+        state = found if found is not None and found.context is context else _init(context)
+    ctx = state.context
     inline = layout.inline
     batch = decode_piece(piece)
-    probes, probe_index = ctx.probes, _state["index"]
+    probes, probe_index = ctx.probes, state.index
     check_known(batch.responses, probes, set_name=ctx.set_name, lines=batch.lines, path=piece.path)
     _check_models(batch, layout)
-    cases: list[CaseScore] = _state["scorer"].score_batch(
+    cases: list[CaseScore] = state.scorer.score_batch(
         probes, batch.responses, qualify_model=layout.qualify
     )
     n = len(cases)
