@@ -1449,6 +1449,19 @@ def test_train_needs_two_prompts(run_cli: Callable[..., Result], tmp_path: Path)
     assert not (tmp_path / "cal" / "learned.json").exists()
 
 
+def test_train_needs_a_label_to_learn_from(run_cli: Callable[..., Result], tmp_path: Path) -> None:
+    # It wrote a model that had learned nothing, with exit 0 and no word.
+    rows = [_row(i, _made_up_prompt(i), R0, None) for i in range(4)]
+    write_jsonl(tmp_path / "unlabelled.jsonl", rows)
+    result = run_cli("calibrate", "unlabelled.jsonl", "--train", "--out", "cal")
+    assert result.code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    message = _flat(result.stderr)
+    for words in ("unlabelled.jsonl", "none of the 4 rows", "label_refusal or label_harmful"):
+        assert words in message
+    assert not (tmp_path / "cal" / "learned.json").exists()
+
+
 @pytest.mark.parametrize("mode", ["--rules-only", "--learned=default", "--train"])
 @pytest.mark.parametrize(
     ("files", "words"),

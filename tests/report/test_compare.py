@@ -811,6 +811,15 @@ def test_a_bad_input_names_the_file_and_field(
         assert word in message
 
 
+def test_a_json_syntax_error_in_a_report_names_its_line(tmp_path: Path) -> None:
+    # A report.json edited by hand (or cut short) said only "(byte 74)".
+    path = tmp_path / "report.json"
+    path.write_text('{\n  "schema_version": "1",\n  "run": {},\n  "cases": [NaN]\n}\n', "utf-8")
+    with pytest.raises(InputError) as info:
+        read_compare_input(path)
+    assert f"{path}:4: not valid JSON" in str(info.value)
+
+
 def test_a_run_directory_without_a_report_is_named(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"empty[/\\]report\.json: no such file"):

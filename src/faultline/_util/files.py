@@ -25,6 +25,7 @@ __all__ = [
     "check_writable_dir",
     "distinct_names",
     "json_error_line",
+    "json_error_offset",
     "jsonl_objects",
     "missing_dirs",
     "open_for_reading",
@@ -227,14 +228,20 @@ def read_text_and_bytes(path: Path, error: type[InputError]) -> tuple[str, bytes
 _AT_BYTE = re.compile(r"\(byte (\d+)\)")
 
 
+def json_error_offset(exc: Exception) -> int | None:
+    """The byte offset msgspec's error names (``invalid character (byte 1234)``), if any."""
+    found = _AT_BYTE.search(str(exc))
+    return None if found is None else int(found.group(1))
+
+
 def json_error_line(exc: Exception, data: bytes) -> int | None:
     """The 1-based line of ``data`` where msgspec found it malformed, if its error says.
 
     msgspec gives a byte offset (``invalid character (byte 1234)``); a person editing the
-    file needs the line.
+    file needs the line. ``data`` may stop at that offset.
     """
-    found = _AT_BYTE.search(str(exc))
-    return None if found is None else data.count(b"\n", 0, int(found.group(1))) + 1
+    offset = json_error_offset(exc)
+    return None if offset is None else data.count(b"\n", 0, offset) + 1
 
 
 def malformed_line(

@@ -334,8 +334,18 @@ def train(
 
     Returns:
         The out-of-fold calibration of the recipe and the new model file's bytes.
+
+    Raises:
+        LabelError: No row has a refusal or harm label, or the rows hold fewer than two
+            prompts.
     """
     located, files = _load(paths)
+    if all(at.row.label_refusal is None and at.row.label_harmful is None for at in located):
+        raise LabelError(
+            f"none of the {len(located):,} rows has a label: --train learns from "
+            "label_refusal or label_harmful, so it expects rows where one of them is not null",
+            path=", ".join(str(p) for p in paths),
+        )
     _require_two_prompts(
         located, paths, "--train measures the recipe on rows whose prompt it was fitted without"
     )

@@ -16,7 +16,13 @@ from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from faultline._util.files import TOO_DEEP, atomic_writer, sha256_file
+from faultline._util.files import (
+    TOO_DEEP,
+    atomic_writer,
+    json_error_line,
+    json_error_offset,
+    sha256_file,
+)
 from faultline.errors import InputError
 from faultline.report.model import CaseLines, Report
 from faultline.report.shape import ReportShape
@@ -143,7 +149,7 @@ def decode_report_file(path: str | Path, decoder: msgspec.json.Decoder[T]) -> tu
         field = where.rstrip("`").lstrip(".") or None
         raise InputError(f"not a faultline report.json: {message}", path=p, field=field) from None
     except msgspec.DecodeError as exc:
-        raise InputError(f"not valid JSON: {exc}", path=p) from None
+        raise InputError(f"not valid JSON: {exc}", path=p, line=_error_line(p, exc)) from None
     except RecursionError:
         raise InputError(TOO_DEEP, path=p) from None
     version = getattr(value, "schema_version", None)
@@ -154,6 +160,18 @@ def decode_report_file(path: str | Path, decoder: msgspec.json.Decoder[T]) -> tu
             field="schema_version",
         )
     return value, p
+
+
+def _error_line(path: Path, exc: msgspec.DecodeError) -> int | None:
+    """The line of ``path`` where its JSON broke, read again up to there (``None``: unknown)."""
+    offset = json_error_offset(exc)
+    if offset is None:
+        return None
+    try:
+        with path.open("rb") as handle:
+            return json_error_line(exc, handle.read(offset))
+    except OSError:
+        return None
 
 
 def _decode_mapped(path: Path, decoder: msgspec.json.Decoder[T]) -> T:
