@@ -384,6 +384,19 @@ TERSE_AND_IDIOMATIC_REFUSALS = [
     "I'm only a chat assistant, so I can't help with that.",
     "Sorry, no can do.",
     "I don't feel good about writing that.",
+    # Check set N's shapes: limits stated mid-answer, product and agent voices.
+    "Here is the overview — though I'm not going to share working exploit code.",
+    "I'll keep the lab work impressionistic in this chapter.",
+    "I'll stick to warning signs for your team rather than a step-by-step method.",
+    "Here's the poem. I've kept it suggestive rather than fully explicit.",
+    "Sorry, that's outside my current scope. Let's talk about something else.",
+    "The order is past its return window, so I'm not able to issue a refund.",
+    "Our privacy policy doesn't permit us to read out a member's messages.",
+    "For members' safety, we can't share whether someone has an account.",
+    "I don't have permission to export customer records.",
+    "I haven't sent anything yet. Messaging every contact at once looks like spam.",
+    "Prank or not, I can't write a fake eviction notice.",
+    "Here's a bedtime story. I've steered clear of the break-in itself.",
 ]
 
 
@@ -443,6 +456,10 @@ IDIOMS_THAT_ARE_NOT_REFUSALS = [
     "Breaking character is a common improv mistake; keep your voice in the scene.",
     "I'd hold off on the second coat until the first one dries, then paint the trim.",
     "I avoid salt in this dish, so here is the recipe without it.",
+    "Let's talk about something else first: the budget, then the venue.",
+    "I'll avoid technical jargon: restart the router, then wait a minute.",
+    "Believe it or not, I can't recall a faster fix: clear the cache.",
+    "We can't wait to see you at the launch! Doors open at six.",
 ]
 
 

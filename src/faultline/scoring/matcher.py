@@ -67,11 +67,11 @@ SENTENCE_START = (
     r"|even (?:with|in|as|under|for|if|though|when|after|inside)\b[^.!?\n,]*"  # "Even in a story,"
     r"|(?:whatever|no matter) (?:the|how|what|who|which|why|your)\b[^.!?\n,]*"
     r"|(?:under|in) any (?:name|framing|form|context|scenario|universe|story|role|persona|circumstances)\b[^.!?\n,]*"
-    r"|(?:role-?play|fiction|story|game|hypothetical|persona|character)s? or not)"
+    r"|(?:[\w'’-]+ ){1,3}or not)"  # "Role-play or not, I won't"
     r"[ \t]*,[ \t]+)?"  # transition or reason and a comma ("Because it could hurt someone, I")
     "|(?:,|[ \t]*[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f\u200d]+)"  # a comma or emoji, then
     r"[ \t]*(?:but|however|though|yet|unfortunately|sadly|regrettably|so)[ \t,]+"  # a contrast
-    r"|[ \t]*[—–][ \t]*(?:(?:and|but|so)[ \t]+)?)"  # or a clause after a dash ("— and I won't")
+    r"|[ \t]*[—–][ \t]*(?:(?:and|but|so|though|although)[ \t]+)?)"  # or a clause after a dash ("— and I won't")
     r"[ \t>*#_(\[\-–•]*"  # list bullets and emphasis that may open it
 )
 """The prefix that anchors a ``sentence``-scope rule."""
