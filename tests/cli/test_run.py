@@ -920,12 +920,15 @@ def test_a_bad_body_field_exits_2_before_any_request(
     tmp_path: Path, run_cli: RunCli, fake_api: FakeAPI, given: str, words: str
 ) -> None:
     args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--body", given)
-    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    _exits_2_before_any_request(run_cli(*args, env={"OPENAI_API_KEY": KEY}), words, fake_api)
+    assert not (tmp_path / "out").exists()
+
+
+def _exits_2_before_any_request(result: Result, words: str, fake_api: FakeAPI) -> None:
     assert result.code == 2, result.stdout + result.stderr
     assert words in result.stderr
     _no_traceback(result)
     assert not fake_api.log
-    assert not (tmp_path / "out").exists()
 
 
 def test_a_body_field_given_twice_exits_2(
@@ -969,9 +972,5 @@ def test_a_bad_learned_model_exits_2_before_any_request(
     if model is not None:
         (tmp_path / "model.json").write_text(model, encoding="utf-8")
     args = _run_args(tmp_path / "probes.jsonl", "out", fake_api, "--learned", "model.json")
-    result = run_cli(*args, env={"OPENAI_API_KEY": KEY})
-    assert result.code == 2, result.stdout + result.stderr
-    assert words in result.stderr
-    _no_traceback(result)
-    assert not fake_api.log
+    _exits_2_before_any_request(run_cli(*args, env={"OPENAI_API_KEY": KEY}), words, fake_api)
     assert not (tmp_path / "out").exists()

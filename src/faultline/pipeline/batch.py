@@ -134,6 +134,7 @@ def init(context: BatchContext) -> None:
 
 
 def _init(context: BatchContext) -> _State:
+    """This process's state for ``context``, built and kept."""
     state = _State(
         context,
         {pid: i for i, pid in enumerate(context.probes)},
