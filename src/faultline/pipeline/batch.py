@@ -173,7 +173,9 @@ def score_piece(
     batch = decode_piece(piece)
     probes, probe_index = ctx.probes, state.index
     check_known(batch.responses, probes, set_name=ctx.set_name, lines=batch.lines, path=piece.path)
-    _check_models(batch, layout)
+    ranks = [layout.model_rank.get(r.model or "") for r in batch.responses]
+    if None in ranks:
+        raise _changed(batch, ranks)
     cases: list[CaseScore] = state.scorer.score_batch(
         probes, batch.responses, qualify_model=layout.qualify
     )
@@ -185,9 +187,7 @@ def score_piece(
     scored = np.fromiter(map("error".__ne__, status), dtype=bool, count=n)
     passed = np.fromiter(map("pass".__eq__, status), dtype=bool, count=n)
     keys = np.empty((n, 3), dtype=np.int64)
-    keys[:, 0] = np.fromiter(
-        map(layout.model_rank.__getitem__, [c.model or "" for c in cases]), dtype=np.int64, count=n
-    )
+    keys[:, 0] = np.fromiter(ranks, dtype=np.int64, count=n)  # cases are in response order
     keys[:, 1] = probe
     keys[:, 2] = np.fromiter(map(attrgetter("sample"), cases), dtype=np.int64, count=n)
     table = VerdictTable()
@@ -231,22 +231,15 @@ CHANGED = "changed while faultline read it (once for the model names, once to sc
 """Why the second read of a responses file found what the first did not."""
 
 
-def _check_models(batch: ResponseBatch, layout: Layout) -> None:
-    """Raise if a record's model was not seen when the input was scanned: the file changed.
+def _changed(batch: ResponseBatch, ranks: list[int | None]) -> ResponseError:
+    """The error for the first record whose model the scan did not see (rank ``None``).
 
-    Raises:
-        ResponseError: Naming the file and the record's line.
+    The file changed between the two reads; the error names it and the record's line.
     """
-    rank = layout.model_rank
-    if all((r.model or "") in rank for r in batch.responses):
-        return
-    line, model = next(
-        (line, r.model)
-        for r, line in zip(batch.responses, batch.lines, strict=True)
-        if (r.model or "") not in rank
-    )
+    at = ranks.index(None)
+    line, model = batch.lines[at], batch.responses[at].model
     named = "no model" if model is None else f"model {model!r}"
-    raise ResponseError(
+    return ResponseError(
         f"gives {named}, which no responses file held when first read: it {CHANGED}; "
         "score a copy that nothing writes to",
         path=batch.path,
