@@ -156,3 +156,49 @@ def test_checking_the_junit_path_leaves_no_directory_behind(tmp_path: Path) -> N
         check_junit_path(tmp_path / "a" / "b" / "junit.xml") == tmp_path / "a" / "b" / "junit.xml"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("taken", ["run/journal.sqlite", "run/report.json", "answers.jsonl"])
+def test_run_refuses_a_junit_path_it_reads_or_writes_itself(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path, taken: str
+) -> None:
+    probes, responses = small_files
+    answers = tmp_path / "answers.jsonl"
+    answers.write_bytes(responses.read_bytes())
+    args = ("run", "-p", str(probes), "-t", f"replay:{answers}", "-o", "run")
+    assert run_cli(*args).code == 0
+    before = {p: p.read_bytes() for p in (answers, *(tmp_path / "run").iterdir())}
+    result = run_cli(*args, "--resume", "--junit", taken)
+    assert result.code == 2, result.stdout + result.stderr
+    assert "give the JUnit XML a path of its own" in " ".join(result.stderr.split())
+    assert {p: p.read_bytes() for p in before} == before  # the journal and reports are intact
+    assert run_cli(*args, "--resume").code == 0
+
+
+@pytest.mark.parametrize("taken", ["out/report.json", "answers.jsonl", "probes"])
+def test_score_refuses_a_junit_path_it_reads_or_writes_itself(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path, taken: str
+) -> None:
+    probes, responses = small_files
+    (tmp_path / "answers.jsonl").write_bytes(responses.read_bytes())
+    (tmp_path / f"probes{probes.suffix}").write_bytes(probes.read_bytes())
+    args = ("score", "-p", f"probes{probes.suffix}", "-r", "answers.jsonl", "-o", "out")
+    taken = f"probes{probes.suffix}" if taken == "probes" else taken
+    assert run_cli(*args).code == 0
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    result = run_cli(*args, "--junit", taken)
+    assert result.code == 2, result.stdout + result.stderr
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_compare_refuses_a_junit_path_it_reads_or_writes_itself(
+    run_cli: RunCli, small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    probes, responses = small_files
+    assert run_cli("score", "-p", str(probes), "-r", str(responses), "-o", "out").code == 0
+    report = (tmp_path / "out" / "report.json").read_bytes()
+    for taken in ("out/report.json", "faultline-compare/compare.md"):
+        compared = run_cli("compare", "out", "out", "--junit", taken)
+        assert compared.code == 2, compared.stdout + compared.stderr
+        assert (tmp_path / "out" / "report.json").read_bytes() == report
+        assert not (tmp_path / "faultline-compare").exists()

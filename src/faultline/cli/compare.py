@@ -67,7 +67,9 @@ def compare_command(
     if junit is not None:  # before anything is written: a bad path leaves --out as it was
         from faultline.report.junit import check_junit_path
 
-        check_junit_path(junit)
+        outputs = ("compare.json", "compare.md", "compare.html")
+        reports = [Path(p) / "report.json" if Path(p).is_dir() else Path(p) for p in (base, new)]
+        check_junit_path(junit, [*reports, *(Path(out_dir) / name for name in outputs)])
     result = compare_files(base, new)
     paths = write_compare(result, Path(out_dir))
     _summary(result)

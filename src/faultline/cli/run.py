@@ -247,7 +247,7 @@ def run_command(**o: Any) -> int:
     if o["junit"] is not None:  # before any request: a path that cannot be written is bad usage
         from faultline.report.junit import check_junit_path
 
-        check_junit_path(o["junit"])
+        check_junit_path(o["junit"], _run_files(o))
     params, runner = _request_options(o)
     prices = None if o["price_in"] is None else Prices(o["price_in"], o["price_out"])
     attached = None if o["calibration"] is None else load_calibration(o["calibration"])
@@ -296,6 +296,18 @@ def run_command(**o: Any) -> int:
     )
     gate_tripped = render_gates(results)
     return 3 if tripped else 1 if gate_tripped else 0
+
+
+def _run_files(o: dict[str, Any]) -> list[Path]:
+    """The files a run reads or writes: its probe file and every file of its run directory."""
+    from faultline.report.model import CASES_FILE
+    from faultline.runner import JOURNAL_NAME, LOCK_NAME, RESPONSES_NAME
+
+    names = [JOURNAL_NAME, f"{JOURNAL_NAME}-wal", f"{JOURNAL_NAME}-shm", LOCK_NAME]
+    names += [RESPONSES_NAME, "report.json", "report.md", "report.html", CASES_FILE]
+    replayed = o["target"].removeprefix("replay:") if o["target"].startswith("replay:") else ""
+    inputs = [p for p in (Path(o["probes"]), Path(replayed.partition("#")[0])) if p.is_file()]
+    return [*inputs, *(Path(o["out"]) / name for name in names)]
 
 
 def _interrupted(out: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import click
 
@@ -122,8 +123,11 @@ def score_command(  # noqa: PLR0917 - click passes every option
     gates = [parse_gate(g) for g in fail_on]
     if junit is not None:  # before any work: a path that cannot be written leaves --out as it was
         from faultline.report.junit import check_junit_path
+        from faultline.report.model import CASES_FILE
 
-        check_junit_path(junit)
+        outputs = ("report.json", "report.md", "report.html", CASES_FILE)
+        inputs = [Path(p) for p in (probes, responses) if Path(p).exists()]  # not a set's name
+        check_junit_path(junit, [*inputs, *(Path(out) / name for name in outputs)])
     attached = None if calibration is None else load_calibration(calibration)
     probe_set = load_probes(probes)
     if transforms:

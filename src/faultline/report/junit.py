@@ -451,21 +451,41 @@ def _change_case(kind: str, entry: Mapping[str, Any]) -> JUnitCase:
     return replace(base, system_out=explanation or None)
 
 
-def check_junit_path(path: str | Path) -> Path:
+def check_junit_path(path: str | Path, taken: Iterable[str | Path] = ()) -> Path:
     """Check, before any work, that JUnit XML can be written to ``path``.
 
     A command calls this before it writes anything, so a path that cannot be written exits 2
     with every file already in its output directory untouched (see
     :func:`~faultline._util.files.check_writable_dir`; nothing is left behind).
 
+    Args:
+        path: The ``--junit`` value.
+        taken: The files the command reads or writes itself (its inputs, its reports, a
+            run's journal): JUnit XML written over one of them would replace it.
+
     Raises:
-        UsageError: The directory cannot be created, or a file cannot be written in it.
+        UsageError: The directory cannot be created, a file cannot be written in it, or
+            ``path`` is one of ``taken``.
     """
     p = Path(path)
     problem = check_writable_dir(p.parent)
     if problem is not None:
         raise UsageError(f"--junit {p}: {problem}; give a path in a writable directory")
+    for other in taken:
+        if _same_file(p, Path(other)):
+            raise UsageError(
+                f"--junit {p}: is {other}, a file this command reads or writes itself; "
+                "give the JUnit XML a path of its own, such as junit.xml"
+            )
     return p
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (through links too), whether or not it exists."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
 
 
 def write_junit(path: str | Path, data: bytes) -> Path:
