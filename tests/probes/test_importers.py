@@ -590,6 +590,19 @@ def test_a_known_category_is_read_in_any_case(tmp_path: Path) -> None:
     assert own["category"] == "My_Own"  # a category of the user's own is kept as written
 
 
+def test_a_known_category_is_read_with_spaces_or_hyphens(tmp_path: Path) -> None:
+    # "Prompt Injection" and "prompt-injection" were categories of their own: medium
+    # severity, no OWASP or ATLAS tags, and a row of their own in every report table.
+    rows = (
+        "input,category\nA,prompt_injection\nB, Prompt  Injection \nC,prompt-injection\nD,My Own\n"
+    )
+    first, spaced, hyphened, own = import_probes(_write(tmp_path / "c.csv", rows), "csv")
+    for probe in (spaced, hyphened):
+        assert probe["category"] == "prompt_injection"
+        assert (probe["severity"], probe["tags"]) == (first["severity"], first["tags"])
+    assert own["category"] == "My Own"
+
+
 def test_named_format_category_option_is_read_in_any_case(tmp_path: Path) -> None:
     # --category Fraud_Scams was kept as written for a named format: medium severity, the
     # generic failure modes only, no OWASP/ATLAS tags; with --format csv it is fraud_scams.

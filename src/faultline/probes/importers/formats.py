@@ -180,7 +180,7 @@ def _generic(row: _Row, ctx: _Context) -> _Draft:
         raise row.error("expect", f"got {raw_expect!r}, expected {one_of(ctx.expect_values)}")
     draft = _routed(replace(ctx, expect=expect), "", text, sid=row.get("id"))
     if category := row.get("category").strip() or ctx.category:
-        category = _known_categories().get(category.lower(), category)
+        category = known_category(category)
         draft = replace(draft, category=category, tags=(f"source:{ctx.fmt}",))
     severity = row.get("severity").strip().lower()
     if severity and severity not in SEVERITIES:
@@ -192,15 +192,25 @@ def _generic(row: _Row, ctx: _Context) -> _Draft:
     return replace(draft, severity=severity, task=task)
 
 
+def known_category(category: str) -> str:
+    """The built-in category ``category`` names, or ``category`` as written if none.
+
+    Case, spaces and hyphens are not read: ``Prompt_Injection``, ``Prompt Injection`` and
+    ``prompt-injection`` are ``prompt_injection``, with its default severity and tags, as
+    severities are read ignoring case. A category of the user's own is kept as written.
+    """
+    return _known_categories().get(_category_key(category), category)
+
+
+def _category_key(name: str) -> str:
+    return re.sub(r"[\s_-]+", "_", name.strip().lower())
+
+
 @functools.cache
 def _known_categories() -> dict[str, str]:
-    """The built-in categories by their lower-case spelling.
-
-    So ``Prompt_Injection`` is ``prompt_injection``, with its default severity and tags, as
-    severities are read ignoring case.
-    """
+    """The built-in categories by :func:`_category_key`."""
     names = set(CATEGORY_DEFAULTS) | set(category_vocabulary())
-    return {name.lower(): name for name in sorted(names)}
+    return {_category_key(name): name for name in sorted(names)}
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from faultline.probes.importers.formats import (
     _Context,
     _finish,
     _generic,
-    _known_categories,
     _Row,
+    known_category,
 )
 from faultline.probes.importers.tables import GENERAL_CATEGORY
 from faultline.probes.model import EXPECTS, SEVERITIES, Expect, Severity
@@ -135,7 +135,7 @@ def _context(
         expect = "comply"
     category = defaults.get("category", "").strip() or None
     if category is not None:  # a known category is read in any case, as in a category column
-        category = _known_categories().get(category.lower(), category)
+        category = known_category(category)
     return _Context(
         form.name,
         category or GENERAL_CATEGORY,
