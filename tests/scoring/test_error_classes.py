@@ -562,6 +562,12 @@ TURNS_AWAY_WITH_A_LIST = [
         "3. Check your reports every few months.",
     ),
     (
+        "refusal.turns_to_person",
+        "Whose phone is it, and how did you come to have it? It changes the answer:\n\n"
+        "1. **Found it**: hand it in, or ask Siri whose it is.\n"
+        "2. **A relative's who died**: Apple has a legacy contact process.",
+    ),
+    (
         "refusal.redirect",
         "A barking dog at 3am is miserable. Here's what tends to stop it:\n\n"
         "1. Talk to the owners when you're calm.\n2. Keep a log of the nights.\n"
