@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from faultline._util.text import excerpt, short_id, visible
@@ -32,6 +32,7 @@ ID_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
 
 
 @given(ID_TEXT, ID_TEXT, st.integers(2, 120))
+@example("0" * 19 + "…" + "0" * 39, "", 59)  # an id with an ellipsis of its own
 def test_a_short_id_fits_and_keeps_the_start_and_the_end(probe: str, rest: str, limit: int) -> None:
     case_id = f"{probe.replace('#', '%23')}#{rest}"
     flat = " ".join(visible(case_id).split())
@@ -40,9 +41,15 @@ def test_a_short_id_fits_and_keeps_the_start_and_the_end(probe: str, rest: str, 
     if len(flat) <= limit:
         assert got == flat
         return
-    head, _, tail = got.partition("…")
-    assert flat.startswith(head)
-    assert flat.endswith(tail)
+    # The id may hold "…" of its own: the cut is an ellipsis with the start before it and
+    # the end after it.
+    cuts = [
+        i
+        for i, char in enumerate(got)
+        if char == "…" and flat.startswith(got[:i]) and flat.endswith(got[i + 1 :])
+    ]
+    assert cuts
+    tail = got[cuts[0] + 1 :]
     assert len(tail) >= (limit - 1) * 2 // 3 - 1  # less only by a space at the cut
     end = flat[flat.index("#") :]
     if len(end) <= (limit - 1) * 5 // 6:
