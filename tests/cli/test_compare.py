@@ -271,6 +271,11 @@ def test_a_report_without_its_cases_is_refused_as_faultline_report_refuses_it(
         assert str(Path("gone") / "report.json") in said
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "faultline-compare").exists()
+    rendered = run_cli("report", "stopped")  # faultline report reads the same report.json
+    assert rendered.code == 2
+    assert "the run was interrupted" in rendered.stderr
+    assert rendered.stderr.rstrip().endswith("and --resume")
+    assert not (tmp_path / "stopped" / "report.html").exists()
 
 
 def _answers(tmp_path: Path, name: str, models: dict[str, int], n: int = 4) -> Path:
@@ -370,3 +375,30 @@ def test_a_bad_row_in_cases_parquet_exits_2_naming_the_row_and_field(
     assert "cases.parquet" in message
     assert "field 'cases[0].status'" in message
     assert "'bogus'" in message
+
+
+def test_an_interrupted_run_directory_is_named_as_unfinished(
+    run_cli: Callable[..., Result],
+    runs: tuple[Path, Path],
+    small_files: tuple[Path, Path],
+    tmp_path: Path,
+) -> None:
+    # A run stopped before its report was written leaves its journal and no report.json:
+    # compare said only "no such file".
+    probes, responses = small_files
+    done = run_cli("run", "-p", str(probes), "-t", f"replay:{responses}", "-o", "stopped")
+    assert done.code == 0, done.stdout + done.stderr
+    for name in ("report.json", "report.md", "report.html"):
+        (tmp_path / "stopped" / name).unlink()
+    result = run_cli("compare", "base", "stopped")
+    assert result.code == 2
+    assert "stopped: no report.json: the run was interrupted" in result.stderr
+    assert "6 cases recorded in stopped/journal.sqlite" in result.stderr
+    assert "--resume" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "faultline-compare").exists()
+    rendered = run_cli("report", "stopped")  # faultline report reads the same report.json
+    assert rendered.code == 2
+    assert "the run was interrupted" in rendered.stderr
+    assert rendered.stderr.rstrip().endswith("and --resume")
+    assert not (tmp_path / "stopped" / "report.html").exists()

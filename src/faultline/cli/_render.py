@@ -200,3 +200,33 @@ def render_gates(results: list[GateResult]) -> bool:
 def written(paths: list[Path]) -> str:
     """A list of paths for a message."""
     return ", ".join(str(p) for p in paths)
+
+
+def check_finished(given: str, then: str = "") -> None:
+    """A run directory without its report.json but with a journal: say the run is unfinished.
+
+    ``faultline compare`` and ``faultline report`` read a run's report.json; before this they
+    said only "no such file" of a run stopped before its report was written.
+
+    Args:
+        given: The directory or report.json the user named.
+        then: What to do once the run is finished, if anything (a finished run writes its
+            report and views itself).
+
+    Raises:
+        InputError: ``given`` is a run directory whose run was interrupted before its report
+            was written, naming the journal, how many cases it holds and how to finish it.
+    """
+    from faultline.errors import InputError
+    from faultline.runner.journal import JOURNAL_NAME, recorded_count
+
+    directory = Path(given)
+    journal = directory / JOURNAL_NAME
+    if not directory.is_dir() or (directory / "report.json").exists() or not journal.exists():
+        return
+    raise InputError(
+        f"no report.json: the run was interrupted before its report was written "
+        f"({recorded_count(directory):,} cases recorded in {journal}); finish it with the same "
+        f"'faultline run' command and --resume{f', then {then}' if then else ''}",
+        path=directory,
+    )

@@ -10,7 +10,7 @@ import click
 from rich.text import Text
 
 from faultline.cli._console import out, shown
-from faultline.cli._render import render_gates, written
+from faultline.cli._render import check_finished, render_gates, written
 
 _STYLES = {"worse": "bold red", "better": "bold green", "mixed": "bold yellow", "same": "bold"}
 _SHOWN = 5
@@ -64,6 +64,8 @@ def compare_command(
     from faultline.report.gates import evaluate_compare_gates, parse_compare_gate
 
     gates = [parse_compare_gate(g) for g in fail_on]
+    for given in (base, new):
+        check_finished(given, "compare")
     if junit is not None:  # before anything is written: a bad path leaves --out as it was
         from faultline.report.junit import check_junit_path
 

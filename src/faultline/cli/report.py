@@ -7,7 +7,7 @@ import time
 import click
 
 from faultline.cli._console import out, shown
-from faultline.cli._render import written
+from faultline.cli._render import check_finished, written
 
 
 @click.command("report")
@@ -31,6 +31,7 @@ def report_command(source: str, out_dir: str | None) -> int:
     """
     from faultline.report.build import rerender_report
 
+    check_finished(source)
     start = time.perf_counter()
     paths = rerender_report(source, out_dir)
     out.print(shown(f"Wrote {written(paths)} in {time.perf_counter() - start:.1f} s."))
