@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import string
 from pathlib import Path
 
 import pytest
@@ -9,8 +11,10 @@ import re2
 from hypothesis import given
 from hypothesis import strategies as st
 
+from faultline.errors import RulePackError
 from faultline.scoring import Matcher, load_rule_pack
 from faultline.scoring.matcher import SENTENCE_START, SET_PATTERNS
+from faultline.scoring.rules import Rule, RulePack
 from tests.conftest import ROOT
 
 PACK = load_rule_pack("default")
@@ -135,3 +139,38 @@ def test_the_docs_give_the_set_size_the_matcher_uses() -> None:
     # docs/scoring.md said 16 after SET_PATTERNS became 48.
     docs = (ROOT / "docs" / "scoring.md").read_text(encoding="utf-8")
     assert f"`re2.Set`s of at most {SET_PATTERNS} patterns each" in docs
+
+
+@pytest.mark.slow
+def test_a_pack_too_large_for_one_set_is_matched_in_smaller_ones() -> None:
+    # 48 patterns that RE2 compiles one by one but not as one set (each a list of 20,000
+    # phrases): the matcher raised re2.Error "failed to compile Set", and score, run,
+    # calibrate and rules test stopped with a traceback (exit 4). Which set a pattern is in
+    # changes nothing but speed.
+    rng = random.Random(0)
+    lists = [
+        ["".join(rng.choices(string.ascii_lowercase, k=12)) for _ in range(20_000)]
+        for _ in range(SET_PATTERNS)
+    ]
+    rules = tuple(
+        Rule(f"unsafe.list{i}", "unsafe", (f"(?:{'|'.join(words)})",), 5.0, case_sensitive=True)
+        for i, words in enumerate(lists)
+    )
+    matcher = Matcher(RulePack("phrase-lists", "1", rules))
+    for index in (0, SET_PATTERNS - 1):
+        answer = f"Sure: {lists[index][-1]}."
+        [hit] = matcher.match(answer)
+        assert (hit.rule, answer[hit.start : hit.end]) == (index, lists[index][-1])
+
+
+def test_a_pattern_re2_cannot_compile_in_a_pack_made_in_code_names_its_rule() -> None:
+    # A pack read from a file has every pattern checked; one made in code had not, and a
+    # pattern RE2 cannot compile was a re2.Error traceback.
+    rule = Rule("unsafe.big", "unsafe", ("ok", "a{1001}"), 5.0, scope="sentence", line=7)
+    with pytest.raises(RulePackError) as caught:
+        Matcher(RulePack("big", "1", (rule,), source="big.yaml"))
+    assert (caught.value.path, caught.value.line, caught.value.field) == (
+        "big.yaml",
+        7,
+        "patterns[1]",
+    )

@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 import re2
 
+from faultline.errors import RulePackError
 from faultline.scoring.rules import RulePack
 
 __all__ = [
@@ -188,29 +189,62 @@ class Matcher:
         # repeat (". I'm sorry, but I can't"), and Python's re costs 2 us a span.
         self._prefixes: dict[tuple[bool, str], int] = {}
         fulls: list[str] = []
+        self._where: list[tuple[int, int]] = []  # pattern index -> (rule, pattern of the rule)
         groups: tuple[list[int], list[int]] = ([], [])  # patterns anchored at \A; the others
         for index, rule in enumerate(pack.rules):
             flags = "" if rule.case_sensitive else "(?i)"
             # The prefix is ours, not the rule's: any case ("That said, I ..."), whatever the
             # rule's own patterns are, as the prefix's length is measured (_PREFIX).
             prefix = "" if rule.scope != "sentence" else _SENTENCE_ANY_CASE[rule.case_sensitive]
-            for pattern in rule.patterns:
+            for number, pattern in enumerate(rule.patterns):
                 full = f"{flags}{prefix}(?:{pattern})"
                 groups[0 if pattern.startswith("\\A") and not prefix else 1].append(len(fulls))
                 fulls.append(full)
-                finder = span_finder(re2.compile(full, options))
+                self._where.append((index, number))
+                try:
+                    finder = span_finder(re2.compile(full, options))
+                except re2.error as exc:
+                    raise self._uncompiled(len(fulls) - 1, exc) from None
                 self._patterns.append((index, finder))
                 self._by_rule.setdefault(index, []).append(finder)
         # (the indices of the set's patterns, the set). Patterns that start at \A go in sets of
         # their own: beside unanchored ones, their bounded repeats ("[^.!?\n]{3,200}") multiply
         # the states of the set's automaton, and a pass costs several times more.
         self._sets = [
-            (chunk, compile_set([fulls[i] for i in chunk]))
+            built
             for group in groups
-            for chunk in (
-                group[first : first + SET_PATTERNS] for first in range(0, len(group), SET_PATTERNS)
-            )
+            for first in range(0, len(group), SET_PATTERNS)
+            for built in self._compiled(group[first : first + SET_PATTERNS], fulls)
         ]
+
+    def _compiled(self, members: list[int], fulls: list[str]) -> list[tuple[list[int], SetMatch]]:
+        """``members`` compiled as one set, or as smaller ones when RE2 finds it too large.
+
+        Which set a pattern is in changes nothing but speed, so a pack of large patterns (long
+        lists of phrases) runs in more, smaller sets; a pattern RE2 cannot compile on its own
+        is an error naming its rule.
+        """
+        try:
+            return [(members, compile_set([fulls[i] for i in members]))]
+        except re2.error as exc:
+            if len(members) == 1:
+                raise self._uncompiled(members[0], exc) from None
+        half = len(members) // 2
+        return self._compiled(members[:half], fulls) + self._compiled(members[half:], fulls)
+
+    def _uncompiled(self, pattern: int, exc: re2.error) -> RulePackError:
+        """The error for a pattern RE2 cannot compile with its rule's flags and scope."""
+        rule, number = self._where[pattern]
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        return RulePackError(
+            f"RE2 cannot compile the pattern with the rule's case and scope ({reason}); "
+            "expected a smaller pattern, e.g. its phrases split among several patterns",
+            path=self.pack.source or None,
+            line=self.pack.rules[rule].line or None,
+            field=f"patterns[{number}]",
+        )
 
     def match(self, text: str) -> list[Hit]:
         """Find every rule that matches ``text``, with the span of its first occurrence.
