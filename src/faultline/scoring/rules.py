@@ -83,7 +83,11 @@ an ``unless`` naming it cancels with)."""
 BUILTIN_PACK_DIR = Path(__file__).parent / "packs"
 FAILURE_MODES_FILE = Path(__file__).parent / "failure_modes.yaml"
 
-_DEFINE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_DEFINE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+"""A define's use, ``{{name}}``, whatever the name: one no define can have is an error, not
+RE2's literal text (a rule that would never fire)."""
+_DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_NAME_RULE = "a define's name is letters, digits and _, not starting with a digit"
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 _RULE_FIELDS = (
     "label",
@@ -353,6 +357,12 @@ class _PackReader:
                 "defines",
             )
         for key, value in raw.items():
+            if not isinstance(key, str) or not _DEFINE_NAME.match(key):
+                raise self.error(
+                    f"got the name {shown_value(key)}, which no pattern can use: {_NAME_RULE}",
+                    raw.line_of(key),
+                    f"defines.{key}",
+                )
             if not isinstance(value, str):
                 raise self.error(
                     f"got {describe_value(value)}, expected a pattern string",
@@ -390,7 +400,7 @@ class _PackReader:
             )
 
         def sub(m: re.Match[str]) -> str:
-            name = m.group(1)
+            name = self.define_name(m, line, field_name)
             if name not in raw:
                 hint = did_you_mean(name, list(raw))
                 raise self.error(
@@ -407,14 +417,26 @@ class _PackReader:
         table = self.defines if defines is None else defines
 
         def sub(m: re.Match[str]) -> str:
-            if m.group(1) not in table:
-                hint = did_you_mean(m.group(1), table)
+            name = self.define_name(m, line, field_name)
+            if name not in table:
+                hint = did_you_mean(name, table)
                 raise self.error(
-                    f"uses '{{{{{m.group(1)}}}}}', which is not in defines{hint}", line, field_name
+                    f"uses '{{{{{name}}}}}', which is not in defines{hint}", line, field_name
                 )
-            return table[m.group(1)]
+            return table[name]
 
         return _DEFINE.sub(sub, pattern)
+
+    def define_name(self, use: re.Match[str], line: int, field_name: str) -> str:
+        """The define that ``{{name}}`` names, or an error if no define can have that name."""
+        if not _DEFINE_NAME.match(use.group(1)):
+            raise self.error(
+                f"uses '{_cut(use.group(0))}', which is not a define: {_NAME_RULE} "
+                "(write \\{ for a literal brace)",
+                line,
+                field_name,
+            )
+        return use.group(1)
 
     def text(self, obj: LineDict, key: str, default: str = "") -> str:
         """``obj[key]`` as text (a number as written: ``1.10``, not 1.1), or ``default``."""
