@@ -108,6 +108,7 @@ _QUIET.log_errors = False  # a bad pattern is our error to report, not a line on
 _MAX_DEFINE_DEPTH = 100
 """How deep defines may use one another (``a`` uses ``b``, which uses ``c`` ...)."""
 _PACK_FIELDS = ("name", "version", "description", "defines", "scoring", "rules")
+_QUOTE_IT = "; quote it, since YAML reads no, yes, on, off and numbers as other values"
 
 
 @dataclass(frozen=True)
@@ -633,12 +634,18 @@ class _PackReader:
         self, obj: LineDict, key: str, field_name: str | None = None
     ) -> tuple[str, ...]:
         value = obj.get(key) or []
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        name = field_name or key
+        if not isinstance(value, list):
             raise self.error(
-                f"got {describe_value(value)}, expected a list of strings",
-                obj.line_of(key),
-                field_name or key,
+                f"got {describe_value(value)}, expected a list of strings", obj.line_of(key), name
             )
+        lines = _item_lines(obj, key, obj.line_of(key))
+        for i, (item, line) in enumerate(zip(value, lines, strict=True)):
+            if not isinstance(item, str):
+                hint = "" if item is None or isinstance(item, list | dict) else _QUOTE_IT
+                raise self.error(
+                    f"got {describe_value(item)}, expected a string{hint}", line, f"{name}[{i}]"
+                )
         return tuple(value)
 
 
