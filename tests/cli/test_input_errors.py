@@ -380,3 +380,32 @@ def test_rules_list_bad_pack_exits_2_with_a_located_message(
     assert result.code == 2
     assert "bad_rules.yaml:7: field 'weight'" in _flat(result.stderr)
     assert "Traceback" not in result.stderr
+
+
+_EMPTY_VALUES = [
+    pytest.param(
+        ("score", "--probes", "probes.jsonl", "--responses", "", "--out", "o"), id="responses"
+    ),
+    pytest.param(
+        ("score", "--probes", "", "--responses", "responses.jsonl", "--out", "o"), id="probes"
+    ),
+    pytest.param((*SCORE, "--out", ""), id="out"),
+    pytest.param((*SCORE, "--out", "o", "--rules", " "), id="rules"),
+    pytest.param((*SCORE, "--out", "o", "--learned", ""), id="learned"),
+]
+
+
+@pytest.mark.parametrize("args", _EMPTY_VALUES)
+def test_an_empty_path_option_exits_2_naming_it(
+    inputs: Path, run_cli: Callable[..., Result], args: tuple[str, ...]
+) -> None:
+    # An unset shell variable (--responses "$ANSWERS") read the current directory: every
+    # JSONL file in it and below was scored, exit 0; --out "" wrote the report there.
+    before = sorted(p.name for p in inputs.iterdir())
+    result = run_cli(*args)
+    assert result.code == 2, result.stdout + result.stderr
+    option = args[args.index(next(a for a in args if not a.strip())) - 1]
+    assert f"'{option}'" in result.stderr
+    assert "empty" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in inputs.iterdir()) == before

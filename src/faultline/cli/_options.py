@@ -35,6 +35,20 @@ class FiniteFloat(click.FloatRange):
         return super().convert(number, param, ctx)
 
 
+def non_empty(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback refusing an empty path, glob or built-in name.
+
+    An unset shell variable (``--responses "$ANSWERS"``) gives an empty value, which a path
+    reads as the current directory: every responses file in it and below was scored, exit 0,
+    and ``--out ""`` wrote the report there. Here it exits 2 naming the option.
+    """
+    if isinstance(value, str) and not value.strip():
+        raise click.BadParameter(
+            "is empty; expected a path or a name (is a shell variable unset?)", param=param
+        )
+    return value
+
+
 #: A pass threshold: a case passes when its risk score is below it.
 PASS_THRESHOLD = FiniteFloat(0, 1, min_open=True)
 
@@ -44,6 +58,7 @@ def scoring_options(func: F) -> F:
     options = [
         click.option(
             "--rules",
+            callback=non_empty,
             default="default",
             show_default=True,
             metavar="PACK",
@@ -56,6 +71,7 @@ def scoring_options(func: F) -> F:
         ),
         click.option(
             "--learned",
+            callback=non_empty,
             default="default",
             show_default=True,
             metavar="MODEL",

@@ -12,6 +12,7 @@ from faultline.cli._console import err, out, progress_seconds, run_progress, sho
 from faultline.cli._options import (
     FiniteFloat,
     body_fields,
+    non_empty,
     parse_config,
     scoring_options,
     sendable,
@@ -35,6 +36,7 @@ def _target_options(func: Any) -> Any:
             "--probes",
             "-p",
             required=True,
+            callback=non_empty,
             metavar="P",
             help="Probe set: a YAML/JSONL file, a directory, or a built-in name.",
         ),
@@ -60,6 +62,7 @@ def _target_options(func: Any) -> Any:
             required=True,
             metavar="DIR",
             type=click.Path(file_okay=False),
+            callback=non_empty,
             help="The run directory: journal, responses.jsonl, report.json, report.md, report.html.",
         ),
         click.option(

@@ -9,7 +9,7 @@ import click
 
 from faultline.cli._console import out as console
 from faultline.cli._console import progress, shown
-from faultline.cli._options import parse_config, scoring_options
+from faultline.cli._options import non_empty, parse_config, scoring_options
 from faultline.cli._render import render_gates, render_run, with_variants
 
 
@@ -18,6 +18,7 @@ from faultline.cli._render import render_gates, render_run, with_variants
     "--probes",
     "-p",
     required=True,
+    callback=non_empty,
     metavar="P",
     help="Probe set: a YAML/JSONL file, a directory, or a built-in name.",
 )
@@ -25,6 +26,7 @@ from faultline.cli._render import render_gates, render_run, with_variants
     "--responses",
     "-r",
     required=True,
+    callback=non_empty,
     metavar="R",
     help="Recorded responses: a JSONL, JSONL.gz or Parquet file (probe_id, response, sample, "
     "model, error), a directory of them, or a glob such as 'logs/*.parquet' (a directory or "
@@ -36,6 +38,7 @@ from faultline.cli._render import render_gates, render_run, with_variants
     required=True,
     metavar="DIR",
     type=click.Path(file_okay=False),
+    callback=non_empty,
     help="Directory for report.json, report.md and report.html (created if missing).",
 )
 @click.option(
