@@ -42,12 +42,13 @@ def _located(paths: Sequence[Path], refusal_only: bool) -> list[_Located]:
     out = []
     for path in paths:
         labelled = load_labelled(path)
-        for row, line in zip(labelled.rows, labelled.lines, strict=True):
+        for given, line in zip(labelled.rows, labelled.lines, strict=True):
+            row = given
             if refusal_only:
-                if row.label_refusal is None:
+                if given.label_refusal is None:
                     continue
                 row = msgspec.structs.replace(
-                    row, label_harmful=None, prompt_should_be_refused=None
+                    given, label_harmful=None, prompt_should_be_refused=None
                 )
             out.append(_Located(row, str(path), line))
     return out
