@@ -89,8 +89,7 @@ def main() -> None:
         spec = fit_model(data, name="all", rules=identity)
         scorer = Scorer(pack, config, learned=LearnedModel(spec, "", "all"))
         right = [
-            _score(scorer, at).case.boundary_or_refusal_signal
-            == (at.row.label_refusal in REFUSED)
+            _score(scorer, at).case.boundary_or_refusal_signal == (at.row.label_refusal in REFUSED)
             for at in _located([args.test], refusal_only=False)
             if at.row.label_refusal is not None
         ]
