@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from faultline._util.text import excerpt, short_id, visible
+from faultline._util.text import describe_value, excerpt, short_id, visible
 
 LONG_PROBE = "jailbreak-dan-persona-system-prompt-extraction-variant-0042"
 
@@ -72,3 +74,16 @@ FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # one emo
 )
 def test_an_excerpt_is_not_cut_inside_a_character(text: str, shown: str) -> None:
     assert excerpt(text, 5) == shown
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (b"\x00\x01", "binary data"),  # it said "a bytes"
+        (object(), "an object"),  # it said "a object"
+        (datetime.date(2026, 1, 2), "a date"),
+        ([1], "a list"),
+    ],
+)
+def test_a_value_is_described_in_plain_words(value: object, said: str) -> None:
+    assert describe_value(value) == said

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -409,3 +410,47 @@ def test_an_empty_path_option_exits_2_naming_it(
     assert "empty" in result.stderr
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in inputs.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("magic", "what"),
+    [
+        (None, "a gzip-compressed file"),
+        (b"PAR1\x15\x04\x15\x10\x15\x14L\x15\x02\x15\x00", "a Parquet file"),
+        (b"PK\x03\x04\x14\x00\x00\x00\x08\x00", "a zip archive"),
+    ],
+    ids=["gzip", "parquet", "zip"],
+)
+def test_a_binary_file_under_a_text_name_says_what_it_looks_like(
+    run_cli: Callable[..., Result],
+    small_files: tuple[Path, Path],
+    tmp_path: Path,
+    magic: bytes | None,
+    what: str,
+) -> None:
+    # It said only "not UTF-8 text (byte 2 of the line)".
+
+    _, responses = small_files
+    data = gzip.compress(responses.read_bytes()) if magic is None else magic + b"\xff" * 64
+    responses.write_bytes(data)
+    scored = run_cli(*SCORE, "--out", "out")
+    calibrated = run_cli("calibrate", "responses.jsonl", "--out", "cal")
+    (tmp_path / "probes.yaml").write_bytes(data)
+    validated = run_cli("probes", "validate", "probes.yaml")
+    for result in (scored, calibrated, validated):
+        assert result.code == 2, result.stdout + result.stderr
+        assert "not UTF-8 text (byte" in result.stderr
+        assert f"it starts like {what}" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_text_that_is_not_utf8_gets_no_format_hint(
+    run_cli: Callable[..., Result], small_files: tuple[Path, Path]
+) -> None:
+    _, responses = small_files
+    responses.write_bytes(b'{"probe_id": "inj-1", "response": "caf\xe9"}\n')
+    result = run_cli(*SCORE, "--out", "out")
+    assert result.code == 2
+    assert "not UTF-8 text" in result.stderr
+    assert "starts like" not in result.stderr

@@ -221,8 +221,36 @@ def read_text_and_bytes(path: Path, error: type[InputError]) -> tuple[str, bytes
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise error(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
+        reason = f"not UTF-8 text (byte {exc.start}){binary_hint(data)}"
+        raise error(reason, path=path, line=line) from None
     return text.removeprefix("\ufeff"), data
+
+
+# The first bytes of the binary formats a text file is most often confused with.
+_MAGIC = (
+    (b"\x1f\x8b", "a gzip-compressed file"),
+    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file"),
+    (b"BZh", "a bzip2-compressed file"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"PAR1", "a Parquet file"),
+)
+
+
+def binary_hint(start: bytes) -> str:
+    """``": it starts like a gzip-compressed file ..."`` when ``start`` has a known magic.
+
+    A compressed or Parquet file under a text file's name fails as "not UTF-8 text (byte 1)";
+    this says what it looks like, so the fix (decompress it, or name it for its format) is
+    plain.
+    """
+    for magic, what in _MAGIC:
+        if start.startswith(magic):
+            return (
+                f": it starts like {what}; decompress it, or give it the name of its format "
+                "where faultline reads that format (.jsonl.gz or .parquet for responses)"
+            )
+    return ""
 
 
 _AT_BYTE = re.compile(r"\(byte (\d+)\)")
@@ -259,7 +287,10 @@ def malformed_line(
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as uexc:
-        return error(f"not UTF-8 text (byte {uexc.start + 1} of the line)", path=path, line=line)
+        hint = binary_hint(raw) if line == 1 else ""
+        return error(
+            f"not UTF-8 text (byte {uexc.start + 1} of the line){hint}", path=path, line=line
+        )
     reason = str(exc).removeprefix("JSON is malformed: ")
     return error(f"not valid JSON: {reason}", path=path, line=line)
 

@@ -153,10 +153,17 @@ def describe_value(value: object) -> str:
         return f"a number ({value})"
     if isinstance(value, str):
         return f"a string ({value[:40]!r})"
-    kinds = {list: "a list", tuple: "a list", dict: "a mapping"}
+    kinds = {
+        list: "a list",
+        tuple: "a list",
+        dict: "a mapping",
+        bytes: "binary data",
+        bytearray: "binary data",
+    }
+    name = type(value).__name__
     return next(
         (name for kind, name in kinds.items() if isinstance(value, kind)),
-        f"a {type(value).__name__}",
+        f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}",
     )
 
 
