@@ -454,3 +454,20 @@ def test_text_that_is_not_utf8_gets_no_format_hint(
     assert result.code == 2
     assert "not UTF-8 text" in result.stderr
     assert "starts like" not in result.stderr
+
+
+def test_more_workers_than_usable_cpus_is_warned_about_and_scores_the_same(
+    run_cli: Callable[..., Result], small_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    many = run_cli(*SCORE, "--out", "many", "--workers", "4096")
+    assert many.code == 0, many.stdout + many.stderr
+    assert "Warning: --workers 4096 is more than the" in many.stderr
+    one = run_cli(*SCORE, "--out", "one", "--workers", "1")
+    assert "Warning" not in one.stderr
+    strip = [json.loads((tmp_path / d / "report.json").read_text("utf-8")) for d in ("many", "one")]
+    for report in strip:
+        report["run"].pop("id")
+        report["run"].pop("created_at")
+        report["run"].pop("execution", None)
+    assert strip[0]["aggregate_metrics"] == strip[1]["aggregate_metrics"]
+    assert strip[0]["cases"] == strip[1]["cases"]

@@ -49,6 +49,31 @@ def non_empty(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+def warn_workers(workers: int | None) -> None:
+    """Warn on stderr when ``--workers`` asks for more processes than this process has CPUs.
+
+    Scoring is CPU-bound: past the CPUs the process may use (its affinity and its cgroup's
+    quota), each extra worker adds its memory and the switching between them, and the run is
+    slower (64 workers on 2 CPUs took about twice as long as 1). The reports are the same.
+    """
+    from faultline._util.cpus import usable_cpus
+
+    if workers is None or workers <= (usable := usable_cpus()):
+        return
+    from rich.text import Text
+
+    from faultline.cli._console import err
+
+    err.print(
+        Text.assemble(
+            ("Warning: ", "yellow"),
+            f"--workers {workers} is more than the {usable} CPU{'s' if usable > 1 else ''} this "
+            "process may use; scoring is CPU-bound, so the extra workers only add memory and "
+            "make the run slower.",
+        )
+    )
+
+
 #: A pass threshold: a case passes when its risk score is below it.
 PASS_THRESHOLD = FiniteFloat(0, 1, min_open=True)
 
@@ -105,7 +130,8 @@ def scoring_options(func: F) -> F:
             "--workers",
             type=click.IntRange(min=1),
             default=None,
-            help="Worker processes for scoring large inputs (default: one per CPU).",
+            help="Worker processes for scoring large inputs (default: one per CPU this process may "
+            "use, counting its affinity and its container's CPU quota).",
         ),
         click.option(
             "--fail-on",

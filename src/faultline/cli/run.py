@@ -16,6 +16,7 @@ from faultline.cli._options import (
     parse_config,
     scoring_options,
     sendable,
+    warn_workers,
 )
 from faultline.cli._render import render_gates, render_run, with_variants
 from faultline.errors import UsageError
@@ -251,6 +252,7 @@ def run_command(**o: Any) -> int:
         from faultline.report.junit import check_junit_path
 
         check_junit_path(o["junit"], _run_files(o))
+    warn_workers(o["workers"])
     params, runner = _request_options(o)
     prices = None if o["price_in"] is None else Prices(o["price_in"], o["price_out"])
     attached = None if o["calibration"] is None else load_calibration(o["calibration"])

@@ -9,7 +9,7 @@ import click
 
 from faultline.cli._console import out as console
 from faultline.cli._console import progress, shown
-from faultline.cli._options import non_empty, parse_config, scoring_options
+from faultline.cli._options import non_empty, parse_config, scoring_options, warn_workers
 from faultline.cli._render import render_gates, render_run, with_variants
 
 
@@ -124,6 +124,8 @@ def score_command(  # noqa: PLR0917 - click passes every option
 
     config = parse_config(pass_threshold, severity_weights, rules_only=rules_only, learned=learned)
     gates = [parse_gate(g) for g in fail_on]
+    if scheduler is None:  # the workers are this machine's processes
+        warn_workers(workers)
     if junit is not None:  # before any work: a path that cannot be written leaves --out as it was
         from faultline.report.junit import check_junit_path
         from faultline.report.model import CASES_FILE

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import tempfile
 import threading
 from collections import Counter, deque
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultline._util.cpus import usable_cpus
 from faultline._util.files import missing_dirs
 from faultline._util.text import well_formed
 from faultline.errors import ResponseError, UsageError
@@ -125,7 +125,8 @@ def score_files(
         seed: Seeds the failure geometry and the HTML sample.
         observability_min_cases: The fewest scored cases for which the geometry is built.
         workers: Worker processes: 1 (the default) scores in this process; ``None`` uses
-            one per CPU. Inputs under 8 MB are scored in this process by the local engine.
+            one per CPU this process may use (:func:`~faultline._util.cpus.usable_cpus`).
+            Inputs under 8 MB are scored in this process by the local engine.
             Worker processes start fresh interpreters, so a script that uses them needs the
             usual ``if __name__ == "__main__":`` guard. With ``engine="dask"``, the workers
             of the LocalCluster started when no ``scheduler`` is given.
@@ -365,12 +366,12 @@ def _report(
 
 def _worker_count(requested: int | None, size: int, engine: str) -> int:
     if engine != "local":
-        return requested or os.cpu_count() or 1
+        return requested or usable_cpus()
     if requested is not None and requested <= 1:
         return 0
     if size < PARALLEL_MIN_BYTES:
         return 0
-    return requested or os.cpu_count() or 1
+    return requested or usable_cpus()
 
 
 def _remove(directory: Path | None) -> None:
