@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +105,24 @@ def test_score_given_a_path_or_dicts_says_what_it_expects(
         faultline.score(probes, responses)
     assert words in str(caught.value)
     assert "load_probes" in str(caught.value) or "load_responses" in str(caught.value)
+
+
+_EMPTY_PATH_CALLS = [
+    pytest.param(lambda: faultline.load_probes(""), id="load_probes"),
+    pytest.param(lambda: faultline.load_responses(" "), id="load_responses"),
+    pytest.param(lambda: faultline.score_files("probes.jsonl", "", None), id="score_files"),
+    pytest.param(lambda: faultline.run_demo(""), id="run_demo-out"),
+]
+
+
+@pytest.mark.parametrize("call", _EMPTY_PATH_CALLS)
+def test_an_empty_path_is_a_usage_error_not_the_current_directory(
+    small_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, call: Any
+) -> None:
+    # Path("") is ".": load_responses("") read every responses file of the current directory
+    # and below, load_probes("") every probe file, and run_demo("") wrote the report there.
+    monkeypatch.chdir(small_files[0].parent)
+    before = sorted(p.name for p in small_files[0].parent.iterdir())
+    with pytest.raises(faultline.UsageError, match="empty"):
+        call()
+    assert sorted(p.name for p in small_files[0].parent.iterdir()) == before

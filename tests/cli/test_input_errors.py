@@ -393,6 +393,7 @@ _EMPTY_VALUES = [
     pytest.param((*SCORE, "--out", ""), id="out"),
     pytest.param((*SCORE, "--out", "o", "--rules", " "), id="rules"),
     pytest.param((*SCORE, "--out", "o", "--learned", ""), id="learned"),
+    pytest.param(("demo", "--out", ""), id="demo-out"),
 ]
 
 
@@ -410,6 +411,18 @@ def test_an_empty_path_option_exits_2_naming_it(
     assert "empty" in result.stderr
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in inputs.iterdir()) == before
+
+
+def test_probes_validate_given_an_empty_path_exits_2(
+    inputs: Path, run_cli: Callable[..., Result]
+) -> None:
+    # It validated the current directory: every probe file in it, or an error about a file
+    # the user never named (bad_probes.yaml here).
+    result = run_cli("probes", "validate", "probes.jsonl", "")
+    assert result.code == 2, result.stdout + result.stderr
+    assert "empty" in result.stderr
+    assert "bad_probes.yaml" not in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(

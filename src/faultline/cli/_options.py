@@ -40,9 +40,11 @@ def non_empty(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
     An unset shell variable (``--responses "$ANSWERS"``) gives an empty value, which a path
     reads as the current directory: every responses file in it and below was scored, exit 0,
-    and ``--out ""`` wrote the report there. Here it exits 2 naming the option.
+    and ``--out ""`` wrote the report there. Here it exits 2 naming the option (or the
+    argument, each of whose values is checked).
     """
-    if isinstance(value, str) and not value.strip():
+    values = value if isinstance(value, tuple) else (value,)
+    if any(isinstance(v, str) and not v.strip() for v in values):
         raise click.BadParameter(
             "is empty; expected a path or a name (is a shell variable unset?)", param=param
         )

@@ -7,7 +7,7 @@ import time
 import click
 
 from faultline.cli._console import out, progress
-from faultline.cli._options import SEED
+from faultline.cli._options import SEED, non_empty
 from faultline.cli._render import render_run
 
 
@@ -20,6 +20,7 @@ from faultline.cli._render import render_run
     show_default=True,
     metavar="DIR",
     type=click.Path(file_okay=False),
+    callback=non_empty,
     help="Directory for report.json, report.md and report.html.",
 )
 @click.option(

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from faultline._util.files import atomic_write_bytes
 from faultline.cli._console import echo, out, shown
+from faultline.cli._options import non_empty
 from faultline.errors import UsageError
 from faultline.probes import SEVERITIES, builtin_probe_sets, load_probes
 from faultline.probes.importers import (
@@ -65,7 +66,7 @@ def list_command(as_json: bool) -> int:
 
 
 @probes_group.command("validate")
-@click.argument("paths", nargs=-1, required=True, metavar="P...")
+@click.argument("paths", nargs=-1, required=True, metavar="P...", callback=non_empty)
 def validate_command(paths: tuple[str, ...]) -> int:
     """Check probe files (YAML, JSONL or directories): fields, types, unique ids.
 

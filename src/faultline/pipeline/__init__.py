@@ -151,6 +151,9 @@ def score_files(
     """
     if cases_inline_max < 0:
         raise UsageError(f"cases_inline_max must be 0 or more, got {cases_inline_max}")
+    if isinstance(out, str) and not out.strip():
+        # Path("") is the current directory: the report would be written there
+        raise UsageError("out is empty text; expected a directory for the report, or None")
     probe_set = probes if isinstance(probes, ProbeSet) else load_probes(probes)
     pack = rules if isinstance(rules, RulePack) else load_rule_pack(rules)
     config = config or ScoringConfig()

@@ -64,8 +64,14 @@ def load_probes(name_or_path: str | Path) -> ProbeSet:
 
     Raises:
         ProbeError: A file is malformed; the message names file, line and field.
-        UsageError: Neither a path nor a built-in set of that name exists.
+        UsageError: ``name_or_path`` is empty, or neither a path nor a built-in set of that
+            name exists.
     """
+    if isinstance(name_or_path, str) and not name_or_path.strip():
+        # Path("") is the current directory: every probe file in it would be loaded
+        raise UsageError(
+            "the probe set is empty text; expected a file, a directory or a built-in set name"
+        )
     path = Path(name_or_path)
     builtins = builtin_probe_sets()
     if not path.exists() and str(name_or_path) in builtins:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple, NoReturn
 import msgspec
 
 from faultline._util.files import open_for_reading
-from faultline.errors import ResponseError
+from faultline.errors import ResponseError, UsageError
 from faultline.responses.loader import (
     CHUNK_BYTES,
     ResponseBatch,
@@ -117,6 +117,7 @@ def resolve_sources(spec: str | Path, *, exclude: str | Path | None = None) -> l
         ResponseError: Nothing is there, a directory or pattern holds no responses file (or
             none outside ``exclude``), or a pattern matches a file whose name ends in none
             of the accepted suffixes.
+        UsageError: ``spec`` is empty text.
     """
     return find_sources(spec, exclude=exclude).files
 
@@ -127,6 +128,11 @@ def find_sources(spec: str | Path, *, exclude: str | Path | None = None) -> Sour
     As :func:`resolve_sources` (which returns ``files``); ``skipped`` lists the responses
     files of the directory or glob that lie in ``exclude``.
     """
+    if isinstance(spec, str) and not spec.strip():
+        # Path("") is the current directory: every responses file in it and below would be read
+        raise UsageError(
+            "the responses path is empty text; expected a file, a directory or a glob pattern"
+        )
     root = None if exclude is None else Path(exclude).resolve()
     path = Path(spec)
     if path.is_dir():
