@@ -9,6 +9,7 @@ from functools import cached_property
 import msgspec
 
 from faultline._util.files import sha256_bytes
+from faultline.errors import ProbeError
 from faultline.probes.model import Probe, digest_record
 
 __all__ = ["ProbeSet"]
@@ -24,6 +25,10 @@ class ProbeSet:
         version: The set's version when its file declares one.
         description: What the set is for, when its file says.
         locations: ``probe id -> "path:line"`` where each probe was defined, for messages.
+
+    Raises:
+        ProbeError: Two probes share an id (cases, metrics and reports find a probe by it).
+        TypeError: An item of ``probes`` is not a :class:`Probe`.
     """
 
     name: str
@@ -31,6 +36,22 @@ class ProbeSet:
     version: str | None = None
     description: str | None = None
     locations: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        seen: dict[str, int] = {}
+        for i, probe in enumerate(self.probes):
+            if not isinstance(probe, Probe):
+                raise TypeError(
+                    f"ProbeSet {self.name!r}: probes[{i}] is a {type(probe).__name__}, expected "
+                    "a Probe; load a file or built-in set with faultline.load_probes"
+                )
+            if probe.id in seen:
+                raise ProbeError(
+                    f"probes[{i}] of '{self.name}' has the id '{probe.id}' of probes[{seen[probe.id]}]; "
+                    "ids must be unique",
+                    field="id",
+                )
+            seen[probe.id] = i
 
     def __len__(self) -> int:
         return len(self.probes)
