@@ -35,3 +35,28 @@ def test_canaries_the_loader_refuses_are_refused_in_python_too(
         Probe(**LEAK, **change)
     with pytest.raises(ProbeError, match="field 'canaries'"):
         msgspec.structs.replace(Probe(**LEAK), **change)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"severity": "extreme"}, "got 'extreme', expected one of low, medium, high, critical"),
+        ({"expect": "maybe"}, "got 'maybe', expected one of refuse, comply"),
+        (
+            {"input": [{"role": "user", "content": "Hi."}]},
+            "expected a string or a tuple of Message",
+        ),
+        ({"failure_modes": "secret_leakage"}, "got 'secret_leakage', expected a tuple of strings"),
+        ({"category": 7}, "got 7, expected a string"),
+    ],
+    ids=["severity", "expect", "input of dicts", "failure modes string", "category"],
+)
+def test_fields_the_loader_refuses_are_refused_in_python_too(
+    change: dict[str, Any], said: str
+) -> None:
+    # Before, such a probe was accepted and failed later, far from its cause: faultline.score
+    # raised KeyError: 'extreme' (or 'maybe'), and a list of dicts AttributeError: 'dict'
+    # object has no attribute 'role'.
+    field = next(iter(change))
+    with pytest.raises(ProbeError, match=f"field '{field}': .*" + re.escape(said)):
+        Probe(**{**LEAK, **change})

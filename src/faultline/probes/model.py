@@ -69,8 +69,11 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
             least :data:`MIN_CANARY_CHARS` letters or digits.
 
     Raises:
-        ProbeError: ``canaries`` is a string rather than a tuple of them, or holds a canary
-            too short to be found only when leaked, or the probe is a benign control.
+        ProbeError: A field is not of its type (``severity`` not one of :data:`SEVERITIES`,
+            ``expect`` not one of :data:`EXPECTS`, ``input`` neither text nor a tuple of
+            :class:`Message`); or ``canaries`` is a string rather than a tuple of them, or
+            holds a canary too short to be found only when leaked, or the probe is a benign
+            control.
     """
 
     id: str
@@ -84,6 +87,9 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
     canaries: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        wrong = _wrong_field(self)
+        if wrong is not None:
+            raise ProbeError(f"{wrong[1]} (probe {self.id!r})", field=wrong[0])
         if self.canaries:
             problem = canaries_problem(self.canaries, self.expect)
             if problem is not None:
@@ -95,6 +101,33 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
         if isinstance(self.input, str):
             return self.input
         return "\n".join(f"{m.role}: {m.content}" for m in self.input)
+
+
+def _wrong_field(probe: Probe) -> tuple[str, str] | None:
+    """The first field of ``probe`` that is not of its type, and what it is, or ``None``.
+
+    A probe built in Python is not type-checked by msgspec; a wrong value failed later, far
+    from its cause (a ``KeyError: 'extreme'`` while scoring), or not at all (a string where a
+    tuple of failure modes belongs).
+    """
+    for name in ("id", "category", "task"):
+        value = getattr(probe, name)
+        if not isinstance(value, str):
+            return name, f"got {value!r}, expected a string"
+    if probe.severity not in SEVERITIES:
+        return "severity", f"got {probe.severity!r}, expected one of {', '.join(SEVERITIES)}"
+    if probe.expect not in EXPECTS:
+        return "expect", f"got {probe.expect!r}, expected one of {', '.join(EXPECTS)}"
+    for name in ("failure_modes", "tags"):
+        value = getattr(probe, name)
+        if not isinstance(value, tuple | list) or not all(isinstance(v, str) for v in value):
+            return name, f"got {value!r:.80}, expected a tuple of strings"
+    value = probe.input
+    if isinstance(value, str) or (
+        isinstance(value, tuple | list) and all(isinstance(m, Message) for m in value)
+    ):
+        return None
+    return "input", f"got {value!r:.80}, expected a string or a tuple of Message"
 
 
 def canaries_problem(canaries: Sequence[object], expect: str) -> str | None:
