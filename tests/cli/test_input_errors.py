@@ -394,7 +394,30 @@ _EMPTY_VALUES = [
     pytest.param((*SCORE, "--out", "o", "--rules", " "), id="rules"),
     pytest.param((*SCORE, "--out", "o", "--learned", ""), id="learned"),
     pytest.param(("demo", "--out", ""), id="demo-out"),
+    pytest.param(("report", "run", "--out", ""), id="report-out"),
+    pytest.param(("compare", "a", "b", "--out", ""), id="compare-out"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("args", "argument"),
+    [
+        (("report", ""), "DIR_OR_JSON"),
+        (("compare", "", "b"), "BASE"),
+        (("compare", "a", " "), "NEW"),
+    ],
+    ids=["report", "compare-base", "compare-new"],
+)
+def test_an_empty_report_or_run_directory_exits_2_naming_it(
+    inputs: Path, run_cli: Callable[..., Result], args: tuple[str, ...], argument: str
+) -> None:
+    # "faultline report ''" re-rendered a report.json in the current directory, and
+    # "compare ''" compared it, exit 0.
+    result = run_cli(*args)
+    assert result.code == 2, result.stdout + result.stderr
+    assert f"'{argument}'" in result.stderr
+    assert "empty" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("args", _EMPTY_VALUES)

@@ -10,6 +10,7 @@ import click
 from rich.text import Text
 
 from faultline.cli._console import out, shown
+from faultline.cli._options import non_empty
 from faultline.cli._render import check_finished, render_gates, written
 
 _STYLES = {"worse": "bold red", "better": "bold green", "mixed": "bold yellow", "same": "bold"}
@@ -17,8 +18,8 @@ _SHOWN = 5
 
 
 @click.command("compare")
-@click.argument("base", metavar="BASE")
-@click.argument("new", metavar="NEW")
+@click.argument("base", metavar="BASE", callback=non_empty)
+@click.argument("new", metavar="NEW", callback=non_empty)
 @click.option(
     "--out",
     "-o",
@@ -27,6 +28,7 @@ _SHOWN = 5
     show_default=True,
     metavar="DIR",
     type=click.Path(file_okay=False),
+    callback=non_empty,
     help="Directory for compare.json, compare.md and compare.html (created if missing).",
 )
 @click.option(

@@ -7,11 +7,12 @@ import time
 import click
 
 from faultline.cli._console import out, shown
+from faultline.cli._options import non_empty
 from faultline.cli._render import check_finished, written
 
 
 @click.command("report")
-@click.argument("source", metavar="DIR_OR_JSON", type=click.Path())
+@click.argument("source", metavar="DIR_OR_JSON", type=click.Path(), callback=non_empty)
 @click.option(
     "--out",
     "-o",
@@ -19,6 +20,7 @@ from faultline.cli._render import check_finished, written
     metavar="DIR",
     type=click.Path(file_okay=False),
     default=None,
+    callback=non_empty,
     help="Where to write the views (default: beside the report.json).",
 )
 def report_command(source: str, out_dir: str | None) -> int:
