@@ -218,11 +218,12 @@ def check_finished(given: str, then: str = "") -> None:
             was written, naming the journal, how many cases it holds and how to finish it.
     """
     from faultline.errors import InputError
+    from faultline.report.jsonio import report_json_path
     from faultline.runner.journal import JOURNAL_NAME, recorded_count
 
     directory = Path(given)
     journal = directory / JOURNAL_NAME
-    if not directory.is_dir() or (directory / "report.json").exists() or not journal.exists():
+    if not directory.is_dir() or report_json_path(directory).exists() or not journal.exists():
         return
     raise InputError(
         f"no report.json: the run was interrupted before its report was written "

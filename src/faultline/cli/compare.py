@@ -72,7 +72,9 @@ def compare_command(
         from faultline.report.junit import check_junit_path
 
         outputs = ("compare.json", "compare.md", "compare.html")
-        reports = [Path(p) / "report.json" if Path(p).is_dir() else Path(p) for p in (base, new)]
+        from faultline.report.jsonio import report_json_path
+
+        reports = [report_json_path(p) for p in (base, new)]
         check_junit_path(junit, [*reports, *(Path(out_dir) / name for name in outputs)])
     result = compare_files(base, new)
     paths = write_compare(result, Path(out_dir))

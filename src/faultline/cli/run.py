@@ -305,11 +305,11 @@ def run_command(**o: Any) -> int:
 
 def _run_files(o: dict[str, Any]) -> list[Path]:
     """The files a run reads or writes: its probe file and every file of its run directory."""
-    from faultline.report.model import CASES_FILE
+    from faultline.report.model import CASES_FILE, REPORT_FILES
     from faultline.runner import JOURNAL_NAME, LOCK_NAME, RESPONSES_NAME
 
     names = [JOURNAL_NAME, f"{JOURNAL_NAME}-wal", f"{JOURNAL_NAME}-shm", LOCK_NAME]
-    names += [RESPONSES_NAME, "report.json", "report.md", "report.html", CASES_FILE]
+    names += [RESPONSES_NAME, *REPORT_FILES, CASES_FILE]
     replayed = o["target"].removeprefix("replay:") if o["target"].startswith("replay:") else ""
     inputs = [p for p in (Path(o["probes"]), Path(replayed.partition("#")[0])) if p.is_file()]
     return [*inputs, *(Path(o["out"]) / name for name in names)]

@@ -128,9 +128,9 @@ def score_command(  # noqa: PLR0917 - click passes every option
         warn_workers(workers)
     if junit is not None:  # before any work: a path that cannot be written leaves --out as it was
         from faultline.report.junit import check_junit_path
-        from faultline.report.model import CASES_FILE
+        from faultline.report.model import CASES_FILE, REPORT_FILES
 
-        outputs = ("report.json", "report.md", "report.html", CASES_FILE)
+        outputs = (*REPORT_FILES, CASES_FILE)
         inputs = [Path(p) for p in (probes, responses) if Path(p).exists()]  # not a set's name
         check_junit_path(junit, [*inputs, *(Path(out) / name for name in outputs)])
     attached = None if calibration is None else load_calibration(calibration)

@@ -17,10 +17,16 @@ from faultline.metrics.transforms import transform_metrics, with_transforms
 from faultline.observability.geometry import DEFAULT_MIN_CASES, compute_observability
 from faultline.probes.probeset import ProbeSet
 from faultline.report.html import render_html, write_html
-from faultline.report.jsonio import cases_file_path, read_report, write_report_json
+from faultline.report.jsonio import (
+    cases_file_path,
+    read_report,
+    report_json_path,
+    write_report_json,
+)
 from faultline.report.markdown import render_markdown
 from faultline.report.model import (
     CASES_FILE,
+    REPORT_FILES,
     CaseLines,
     Report,
     count_rules,
@@ -195,7 +201,7 @@ def write_report(report: Report, out: Path, *, cases: Path | None = None) -> lis
         The paths written (cases.parquet last, if moved).
     """
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "report.json", out / "report.md", out / "report.html"]
+    paths = [out / name for name in REPORT_FILES]
     group = paths if cases is None else [out / CASES_FILE, *paths]
     with staged_files(group) as staged:
         json_tmp, md_tmp, html_tmp = staged[-3:]
@@ -232,8 +238,7 @@ def rerender_report(source: str | Path, out: str | Path | None = None) -> list[P
             is missing or is not the one report.json describes.
     """
     data = read_report(source)
-    path = Path(source)
-    report_path = path / "report.json" if path.is_dir() else path
+    report_path = report_json_path(source)
     target = Path(out) if out is not None else report_path.parent
     if "cases_file" in data:
         md, html = _render_split(data, cases_file_path(report_path, data["cases_file"]))

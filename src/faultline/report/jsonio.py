@@ -24,7 +24,7 @@ from faultline._util.files import (
     sha256_file,
 )
 from faultline.errors import InputError
-from faultline.report.model import CaseLines, Report
+from faultline.report.model import REPORT_FILE, CaseLines, Report
 from faultline.report.shape import ReportShape
 
 _SHAPE = msgspec.json.Decoder(ReportShape)
@@ -40,6 +40,7 @@ __all__ = [
     "decode_report_file",
     "encode_report",
     "read_report",
+    "report_json_path",
     "write_report_json",
 ]
 
@@ -133,9 +134,7 @@ def decode_report_file(path: str | Path, decoder: msgspec.json.Decoder[T]) -> tu
         InputError: The file is missing, unreadable, not JSON, of an unknown schema_version,
             or not of that shape, naming the file and the field.
     """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "report.json"
+    p = report_json_path(path)
     try:
         value = _decode_mapped(p, decoder)
     except FileNotFoundError:
@@ -160,6 +159,12 @@ def decode_report_file(path: str | Path, decoder: msgspec.json.Decoder[T]) -> tu
             field="schema_version",
         )
     return value, p
+
+
+def report_json_path(given: str | Path) -> Path:
+    """The report.json ``given`` names: the file itself, or the one in a run directory."""
+    p = Path(given)
+    return p / REPORT_FILE if p.is_dir() else p
 
 
 def _error_line(path: Path, exc: msgspec.DecodeError) -> int | None:

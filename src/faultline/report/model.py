@@ -22,6 +22,8 @@ from faultline.scoring.case import CaseScore
 
 __all__ = [
     "CASES_FILE",
+    "REPORT_FILE",
+    "REPORT_FILES",
     "SCHEMA_VERSION",
     "SPLIT_SCHEMA_VERSION",
     "CaseLines",
@@ -39,6 +41,12 @@ SPLIT_SCHEMA_VERSION = "2"
 
 CASES_FILE = "cases.parquet"
 """The name of that file, beside report.json."""
+
+REPORT_FILE = "report.json"
+"""The report, the source of truth, in a run directory."""
+
+REPORT_FILES = (REPORT_FILE, "report.md", "report.html")
+"""What a scored run writes in its directory, besides cases.parquet: the report and its views."""
 
 
 def count_rules(matched: Iterable[Any]) -> Counter[tuple[str, str]]:
