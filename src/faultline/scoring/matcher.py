@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 import re2
 
 from faultline.errors import RulePackError
-from faultline.scoring.rules import RulePack
+from faultline.scoring.rules import RulePack, re2_reason
 
 __all__ = [
     "SENTENCE_START",
@@ -235,11 +235,8 @@ class Matcher:
     def _uncompiled(self, pattern: int, exc: re2.error) -> RulePackError:
         """The error for a pattern RE2 cannot compile with its rule's flags and scope."""
         rule, number = self._where[pattern]
-        reason = exc.args[0] if exc.args else exc
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
         return RulePackError(
-            f"RE2 cannot compile the pattern with the rule's case and scope ({reason}); "
+            f"RE2 cannot compile the pattern with the rule's case and scope ({re2_reason(exc)}); "
             "expected a smaller pattern, e.g. its phrases split among several patterns",
             path=self.pack.source or None,
             line=self.pack.rules[rule].line or None,

@@ -61,6 +61,7 @@ __all__ = [
     "failure_mode_vocabulary",
     "load_rule_pack",
     "matches_zero_width",
+    "re2_reason",
 ]
 
 Kind = Literal["safe", "unsafe", "boundary"]
@@ -592,7 +593,7 @@ class _PackReader:
                 compiled = re2.compile(expanded, _QUIET)
             except re2.error as exc:
                 raise self.error(
-                    f"RE2 cannot compile '{_cut(pattern)}': {_cut(_reason(exc), 160)}",
+                    f"RE2 cannot compile '{_cut(pattern)}': {_cut(re2_reason(exc), 160)}",
                     pline,
                     f"patterns[{i}]",
                 ) from None
@@ -703,7 +704,7 @@ def _cut(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _reason(exc: Exception) -> str:
+def re2_reason(exc: Exception) -> str:
     """RE2's message, as text (the binding gives it as bytes)."""
     arg = exc.args[0] if exc.args else exc
     return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
